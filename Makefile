@@ -1,0 +1,41 @@
+# archer: spatial and vector index access methods for PostgreSQL (PGXS build)
+
+EXTENSION = archer archer_postgis
+EXTVERSION = 0.1.0
+
+MODULE_big = archer
+OBJS = \
+	src/archer.o \
+	src/storage.o \
+	src/s2cell.o \
+	src/georegion.o \
+	src/geo_types.o \
+	src/geo_postgis.o \
+	src/geo_handler.o \
+	src/geo_tree.o \
+	src/geo_build.o \
+	src/geo_insert.o \
+	src/geo_scan.o \
+	src/geo_vacuum.o \
+	src/geo_verify.o
+
+DATA = $(wildcard sql/install/*--*.sql)
+
+# pg_regress: sql/*.sql against expected/*.out
+REGRESS = $(patsubst sql/%.sql,%,$(sort $(wildcard sql/*.sql)))
+REGRESS_OPTS = --inputdir=. --load-extension=plpgsql
+
+# isolation specs: test/isolation/specs/*.spec
+ISOLATION = $(patsubst test/isolation/specs/%.spec,%,$(sort $(wildcard test/isolation/specs/*.spec)))
+ISOLATION_OPTS = --inputdir=test/isolation
+
+# Perl TAP tests (PostgreSQL::Test::Cluster)
+TAP_TESTS = 1
+PROVE_TESTS = $(sort $(wildcard test/t/*.pl))
+
+PG_CPPFLAGS = -I$(srcdir)/src
+PG_CFLAGS = -Wall -Werror -Wno-unused-parameter
+
+PG_CONFIG ?= pg_config
+PGXS := $(shell $(PG_CONFIG) --pgxs)
+include $(PGXS)

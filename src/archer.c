@@ -1,0 +1,26 @@
+/*-------------------------------------------------------------------------
+ *
+ * archer.c
+ *	  Library entry point: module magic and initialization of every part.
+ *
+ * The library loads both from CREATE EXTENSION and from
+ * shared_preload_libraries; _PG_init only defines GUCs and reloptions,
+ * which is safe either way.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "fmgr.h"
+
+#include "geo.h"
+
+PG_MODULE_MAGIC;
+
+void		_PG_init(void);
+
+void
+_PG_init(void)
+{
+	archer_geo_init();
+}

@@ -1,0 +1,192 @@
+/*-------------------------------------------------------------------------
+ *
+ * geo.h
+ *	  archer_geo: an index of points on the sphere keyed by S2 leaf cell ids.
+ *
+ * The index is a B+-tree of (cellid, heap tid) keys in archer pages (see
+ * storage.h for the common page layout and src/README.geo for the design).
+ *
+ *	block 0			meta page: GeoMetaPageData
+ *	leaf pages		dense array of GeoLeafEntry, sorted by (cellid, tid)
+ *	internal pages	dense array of GeoInternalEntry; entry i's child holds
+ *					keys >= entry i's key and < entry i+1's key
+ *
+ * Every page but the rightmost of its level has a high key (exclusive upper
+ * bound) and a right link (Lehman & Yao), so a reader that arrives at a page
+ * after it split moves right instead of missing keys.
+ *
+ * NULL and empty points are stored under GEO_NULL_CELLID, above every valid
+ * cell id: region scans never reach them, and ordered (kNN) scans return
+ * them last, as a sort puts NULL distances last.
+ *
+ * Locking:
+ *	- readers hold one buffer content lock at a time (share), copy what they
+ *	  need and release it before moving on;
+ *	- inserts into a leaf with room take that leaf's exclusive lock only;
+ *	- splits are serialized by a heavyweight page lock on the meta block
+ *	  (GEO_SPLIT_LOCK) and done top-down, splitting every full page on the
+ *	  way so that each split is one WAL record with at most 4 pages (page,
+ *	  new sibling, parent, and for a root split the meta page);
+ *	- VACUUM removes entries leaf by leaf under the leaf's exclusive lock;
+ *	  pages are never unlinked, so page reuse is by key range.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef ARCHER_GEO_H
+#define ARCHER_GEO_H
+
+#include "postgres.h"
+
+#include "access/amapi.h"
+#include "access/genam.h"
+#include "fmgr.h"
+#include "nodes/execnodes.h"
+#include "nodes/pathnodes.h"
+
+#include "georegion.h"
+#include "s2cell.h"
+#include "storage.h"
+
+#define GEO_NULL_CELLID			UINT64_MAX
+
+/* Strategy numbers of the operator classes */
+#define GEO_STRATEGY_CAP		1	/* col <@ archer_cap */
+#define GEO_STRATEGY_REGION		2	/* col <@@ polygon */
+#define GEO_STRATEGY_DISTANCE	3	/* ORDER BY col <-> point */
+#define GEO_NSTRATEGIES			3
+
+/* Earth: the sphere of the point type, and the spheroid's bounds on it */
+#define GEO_EARTH_RADIUS		6371008.8
+/* geodesic distance on WGS84 / great-circle distance on GEO_EARTH_RADIUS */
+#define GEO_SPHEROID_MIN_RATIO	0.9940
+#define GEO_SPHEROID_MAX_RATIO	1.0050
+
+/* What the indexed column holds */
+typedef enum GeoColumnKind
+{
+	GEO_COLUMN_POINT,			/* built-in point, x = lng, y = lat */
+	GEO_COLUMN_GEOGRAPHY,		/* PostGIS geography(Point) */
+	GEO_COLUMN_GEOMETRY			/* PostGIS geometry(Point, 4326) */
+} GeoColumnKind;
+
+typedef struct GeoKey
+{
+	uint64		cellid;
+	ItemPointerData tid;
+} GeoKey;
+
+typedef struct GeoLeafEntry
+{
+	uint64		cellid;
+	ItemPointerData tid;
+	uint16		unused;
+} GeoLeafEntry;
+
+typedef struct GeoInternalEntry
+{
+	uint64		cellid;
+	ItemPointerData tid;
+	BlockNumber child;
+} GeoInternalEntry;
+
+#define GEO_LEAF_CAPACITY		((int) (ARCHER_PAGE_CAPACITY_BYTES / sizeof(GeoLeafEntry)))
+#define GEO_INTERNAL_CAPACITY	((int) (ARCHER_PAGE_CAPACITY_BYTES / sizeof(GeoInternalEntry)))
+
+#define GEO_SPLIT_LOCK			ARCHER_META_BLKNO
+
+typedef struct GeoMetaPageData
+{
+	ArcherMetaCommon common;
+	BlockNumber root;
+	uint16		root_level;
+	uint16		reserved;
+} GeoMetaPageData;
+
+#define GeoPageGetMeta(page) \
+	((GeoMetaPageData *) PageGetContents(page))
+
+/* archer_cap: the right operand of the radius operator */
+typedef struct ArcherCap
+{
+	double		lng;
+	double		lat;
+	double		radius;			/* meters */
+	int32		use_spheroid;	/* geography/geometry: spheroid, else sphere */
+	int32		reserved;
+} ArcherCap;
+
+#define DatumGetArcherCapP(d)	((ArcherCap *) DatumGetPointer(d))
+
+/* reloptions */
+typedef struct GeoOptions
+{
+	int32		vl_len_;
+	int			fillfactor;
+} GeoOptions;
+
+#define GEO_DEFAULT_FILLFACTOR	90
+
+/* GUCs */
+extern int	archer_geo_max_cells;
+extern int	archer_geo_polygon_max_cells;
+
+/* geo_handler.c */
+extern void archer_geo_init(void);
+extern GeoColumnKind geo_column_kind(Relation index);
+
+/* geo_types.c: values, regions, predicates */
+extern bool geo_value_latlng(GeoColumnKind kind, Datum value,
+							 double *lat, double *lng);
+extern uint64 geo_value_cellid(GeoColumnKind kind, Datum value, bool isnull);
+extern GeoRegion *geo_cap_region(GeoColumnKind kind, const ArcherCap *cap);
+extern GeoRegion *geo_polygon_region(GeoColumnKind kind, Datum polygon);
+extern double geo_sphere_distance(double lat1, double lng1, double lat2, double lng2);
+extern void geo_check_latlng(double lat, double lng);
+
+/* geo_postgis.c: PostGIS values and exact predicates */
+extern bool geo_postgis_point(Datum value, bool geography, double *lat, double *lng);
+extern GeoRegion *geo_postgis_polygon_region(Datum polygon, bool geography);
+extern bool geo_postgis_dwithin(FmgrInfo *flinfo, bool geography, Datum value,
+								const ArcherCap *cap);
+extern bool geo_postgis_intersects(FmgrInfo *flinfo, bool geography, Datum value,
+								   Datum region);
+extern Datum geo_postgis_make_point(bool geography, double lat, double lng);
+
+/* geo_tree.c: descending and reading the tree */
+extern int	geo_key_cmp(uint64 cellid1, ItemPointer tid1, uint64 cellid2, ItemPointer tid2);
+extern Buffer geo_descend(Relation index, uint64 cellid, ItemPointer tid,
+						  int leaf_lockmode);
+extern Buffer geo_move_right(Relation index, Buffer buf, uint64 cellid,
+							 ItemPointer tid, int lockmode);
+extern int	geo_leaf_lower_bound(Page page, uint64 cellid, ItemPointer tid);
+extern void geo_read_meta(Relation index, BlockNumber *root, uint16 *root_level);
+extern void geo_init_meta_page(Page page, BlockNumber root, uint16 root_level);
+
+/* geo_build.c */
+extern IndexBuildResult *geo_build(Relation heap, Relation index, IndexInfo *indexInfo);
+extern void geo_buildempty(Relation index);
+extern char *geo_buildphasename(int64 phasenum);
+
+/* geo_insert.c */
+extern bool geo_insert(Relation index, Datum *values, bool *isnull,
+					   ItemPointer ht_ctid, Relation heap,
+					   IndexUniqueCheck checkUnique, bool indexUnchanged,
+					   IndexInfo *indexInfo);
+extern void geo_tree_insert(Relation index, uint64 cellid, ItemPointer tid);
+
+/* geo_scan.c */
+extern IndexScanDesc geo_beginscan(Relation index, int nkeys, int norderbys);
+extern void geo_rescan(IndexScanDesc scan, ScanKey keys, int nkeys,
+					   ScanKey orderbys, int norderbys);
+extern bool geo_gettuple(IndexScanDesc scan, ScanDirection dir);
+extern void geo_endscan(IndexScanDesc scan);
+
+/* geo_vacuum.c */
+extern IndexBulkDeleteResult *geo_bulkdelete(IndexVacuumInfo *info,
+											 IndexBulkDeleteResult *stats,
+											 IndexBulkDeleteCallback callback,
+											 void *callback_state);
+extern IndexBulkDeleteResult *geo_vacuumcleanup(IndexVacuumInfo *info,
+												IndexBulkDeleteResult *stats);
+
+#endif							/* ARCHER_GEO_H */

@@ -1,0 +1,364 @@
+/*-------------------------------------------------------------------------
+ *
+ * geo_build.c
+ *	  CREATE INDEX for archer_geo: a sorted bulk build.
+ *
+ * The heap scan computes each row's leaf cell id; a tuplesort (spilling to
+ * disk beyond maintenance_work_mem) orders the (cellid, tid) keys; leaves
+ * are then filled left to right up to the fillfactor, and each internal
+ * level is built from the first keys of the level below, until one page is
+ * left: the root.  Pages are written without WAL and logged all at once at
+ * the end with log_newpage_range(), which is cheaper than one record per
+ * page and replays to the same bytes.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/tableam.h"
+#include "catalog/index.h"
+#include "catalog/pg_type.h"
+#include "commands/progress.h"
+#include "executor/tuptable.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "utils/memutils.h"
+#include "utils/tuplesort.h"
+
+#include "geo.h"
+
+/* build sub-phases reported in pg_stat_progress_create_index */
+#define GEO_PHASE_SORT			2
+#define GEO_PHASE_LEAVES		3
+#define GEO_PHASE_INTERNAL		4
+#define GEO_PHASE_WAL			5
+
+#define INT8_LESS_OPERATOR		412
+#define TID_LESS_OPERATOR		2799
+
+/* signed int8 order that matches unsigned cell id order */
+#define CELLID_TO_SORTKEY(c)	((int64) ((c) ^ UINT64CONST(0x8000000000000000)))
+#define SORTKEY_TO_CELLID(k)	((uint64) (k) ^ UINT64CONST(0x8000000000000000))
+
+typedef struct GeoBuildState
+{
+	GeoColumnKind kind;
+	Tuplesortstate *sort;
+	TupleTableSlot *slot;
+	MemoryContext tmpcxt;
+	double		ntuples;
+} GeoBuildState;
+
+/* One level being written: the page in progress and the downlinks it made */
+typedef struct LevelWriter
+{
+	Relation	index;
+	uint16		level;
+	int			max_entries;
+	PGAlignedBlock page;
+	BlockNumber blkno;			/* where page will go */
+	bool		has_page;
+	/* downlinks for the level above: first key and block of each page */
+	GeoInternalEntry *downlinks;
+	int			ndownlinks;
+	int			maxdownlinks;
+} LevelWriter;
+
+char *
+geo_buildphasename(int64 phasenum)
+{
+	switch (phasenum)
+	{
+		case PROGRESS_CREATEIDX_SUBPHASE_INITIALIZE:
+			return "initializing";
+		case PROGRESS_SCAN_BLOCKS_TOTAL:	/* 1: table scan */
+			return "computing cell ids";
+		case GEO_PHASE_SORT:
+			return "sorting cell ids";
+		case GEO_PHASE_LEAVES:
+			return "writing leaf pages";
+		case GEO_PHASE_INTERNAL:
+			return "writing internal pages";
+		case GEO_PHASE_WAL:
+			return "WAL-logging pages";
+	}
+	return NULL;
+}
+
+static void
+build_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
+			   bool tupleIsAlive, void *state)
+{
+	GeoBuildState *buildstate = (GeoBuildState *) state;
+	MemoryContext oldcxt = MemoryContextSwitchTo(buildstate->tmpcxt);
+	uint64		cellid = geo_value_cellid(buildstate->kind, values[0], isnull[0]);
+	TupleTableSlot *slot = buildstate->slot;
+
+	ExecClearTuple(slot);
+	slot->tts_values[0] = Int64GetDatum(CELLID_TO_SORTKEY(cellid));
+	slot->tts_isnull[0] = false;
+	slot->tts_values[1] = PointerGetDatum(tid);
+	slot->tts_isnull[1] = false;
+	ExecStoreVirtualTuple(slot);
+	tuplesort_puttupleslot(buildstate->sort, slot);
+	buildstate->ntuples++;
+
+	MemoryContextSwitchTo(oldcxt);
+	MemoryContextReset(buildstate->tmpcxt);
+}
+
+/* Write a finished page image to the next block of the index */
+static void
+write_page(Relation index, BlockNumber expected, Page page)
+{
+	Buffer		buf = ReadBufferExtended(index, MAIN_FORKNUM, P_NEW, RBM_NORMAL, NULL);
+
+	if (BufferGetBlockNumber(buf) != expected)
+		elog(ERROR, "archer_geo build: expected block %u, got %u",
+			 expected, BufferGetBlockNumber(buf));
+	LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
+	memcpy(BufferGetPage(buf), page, BLCKSZ);
+	MarkBufferDirty(buf);
+	UnlockReleaseBuffer(buf);
+}
+
+static void
+level_start_page(LevelWriter *writer, BlockNumber blkno)
+{
+	archer_page_init(writer->page.data, ARCHER_GEO_PAGE_ID,
+					 writer->level == 0 ? ARCHER_PAGE_LEAF : ARCHER_PAGE_INTERNAL,
+					 writer->level);
+	writer->blkno = blkno;
+	writer->has_page = true;
+}
+
+/* Flush the page in progress; next_key is the high key (NULL: rightmost) */
+static void
+level_flush(LevelWriter *writer, const GeoKey *next_key, BlockNumber next_blkno)
+{
+	ArcherPageOpaque opaque = ArcherPageGetOpaque(writer->page.data);
+
+	if (next_key)
+	{
+		opaque->flags |= ARCHER_PAGE_HAS_HIKEY;
+		opaque->hikey_cellid = next_key->cellid;
+		opaque->hikey_tid = next_key->tid;
+		opaque->rightlink = next_blkno;
+	}
+	write_page(writer->index, writer->blkno, writer->page.data);
+	writer->has_page = false;
+}
+
+static void
+level_add_downlink(LevelWriter *writer, const GeoKey *key, BlockNumber blkno)
+{
+	if (writer->ndownlinks == writer->maxdownlinks)
+	{
+		writer->maxdownlinks *= 2;
+		writer->downlinks = repalloc_huge(writer->downlinks,
+										  sizeof(GeoInternalEntry) * writer->maxdownlinks);
+	}
+	writer->downlinks[writer->ndownlinks].cellid = key->cellid;
+	writer->downlinks[writer->ndownlinks].tid = key->tid;
+	writer->downlinks[writer->ndownlinks].child = blkno;
+	writer->ndownlinks++;
+}
+
+/* Append one entry (leaf key or downlink) to the level; *next_blkno is the next free block */
+static void
+level_add(LevelWriter *writer, const GeoKey *key, BlockNumber child, BlockNumber *next_blkno)
+{
+	Size		entry_size = writer->level == 0 ? sizeof(GeoLeafEntry) : sizeof(GeoInternalEntry);
+	int			nentries;
+	char	   *slot;
+
+	if (writer->has_page &&
+		archer_page_nentries(writer->page.data, entry_size) >= writer->max_entries)
+		level_flush(writer, key, *next_blkno);
+	if (!writer->has_page)
+	{
+		level_start_page(writer, (*next_blkno)++);
+		level_add_downlink(writer, key, writer->blkno);
+	}
+
+	nentries = archer_page_nentries(writer->page.data, entry_size);
+	slot = ArcherPageGetEntries(writer->page.data) + nentries * entry_size;
+	if (writer->level == 0)
+	{
+		GeoLeafEntry *entry = (GeoLeafEntry *) slot;
+
+		entry->cellid = key->cellid;
+		entry->tid = key->tid;
+		entry->unused = 0;
+	}
+	else
+	{
+		GeoInternalEntry *entry = (GeoInternalEntry *) slot;
+
+		entry->cellid = key->cellid;
+		entry->tid = key->tid;
+		entry->child = child;
+	}
+	archer_page_set_nentries(writer->page.data, entry_size, nentries + 1);
+}
+
+static void
+level_init(LevelWriter *writer, Relation index, uint16 level, int max_entries)
+{
+	memset(writer, 0, sizeof(LevelWriter));
+	writer->index = index;
+	writer->level = level;
+	writer->max_entries = Max(max_entries, 2);
+	writer->maxdownlinks = 64;
+	writer->downlinks = palloc(sizeof(GeoInternalEntry) * writer->maxdownlinks);
+}
+
+/*
+ * Write the whole tree from the sorted keys.  Returns the root and sets
+ * *root_level; block 0 is reserved for the meta page.
+ */
+static BlockNumber
+write_tree(Relation index, Tuplesortstate *sort, TupleTableSlot *slot,
+		   int fillfactor, uint16 *root_level)
+{
+	BlockNumber next_blkno = 1;
+	LevelWriter writer;
+	int			leaf_fill = Max(GEO_LEAF_CAPACITY * fillfactor / 100, 2);
+	int			internal_fill = Max(GEO_INTERNAL_CAPACITY * fillfactor / 100, 2);
+	double		nwritten = 0;
+
+	pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE, GEO_PHASE_LEAVES);
+	level_init(&writer, index, 0, leaf_fill);
+	while (tuplesort_gettupleslot(sort, true, false, slot, NULL))
+	{
+		bool		isnull;
+		GeoKey		key;
+
+		key.cellid = SORTKEY_TO_CELLID(DatumGetInt64(slot_getattr(slot, 1, &isnull)));
+		key.tid = *(ItemPointer) DatumGetPointer(slot_getattr(slot, 2, &isnull));
+		level_add(&writer, &key, InvalidBlockNumber, &next_blkno);
+		if (++nwritten >= 10000 && ((int64) nwritten) % 10000 == 0)
+		{
+			pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_DONE, (int64) nwritten);
+			CHECK_FOR_INTERRUPTS();
+		}
+	}
+	if (!writer.has_page)
+	{
+		/* empty table: one empty leaf as the root */
+		GeoKey		minkey = {0};
+
+		level_start_page(&writer, next_blkno++);
+		level_add_downlink(&writer, &minkey, writer.blkno);
+	}
+	level_flush(&writer, NULL, InvalidBlockNumber);
+
+	pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE, GEO_PHASE_INTERNAL);
+	while (writer.ndownlinks > 1)
+	{
+		LevelWriter parent;
+
+		level_init(&parent, index, writer.level + 1, internal_fill);
+		for (int i = 0; i < writer.ndownlinks; i++)
+		{
+			GeoKey		key;
+
+			key.cellid = writer.downlinks[i].cellid;
+			key.tid = writer.downlinks[i].tid;
+			level_add(&parent, &key, writer.downlinks[i].child, &next_blkno);
+		}
+		level_flush(&parent, NULL, InvalidBlockNumber);
+		pfree(writer.downlinks);
+		writer = parent;
+	}
+	*root_level = writer.level;
+	return writer.downlinks[0].child;
+}
+
+IndexBuildResult *
+geo_build(Relation heap, Relation index, IndexInfo *indexInfo)
+{
+	IndexBuildResult *result;
+	GeoBuildState buildstate;
+	TupleDesc	sortdesc;
+	AttrNumber	attnums[2] = {1, 2};
+	Oid			sortops[2] = {INT8_LESS_OPERATOR, TID_LESS_OPERATOR};
+	Oid			collations[2] = {InvalidOid, InvalidOid};
+	bool		nullsfirst[2] = {false, false};
+	BlockNumber root;
+	uint16		root_level;
+	PGAlignedBlock metapage;
+	GeoOptions *options = (GeoOptions *) index->rd_options;
+	int			fillfactor = options ? options->fillfactor : GEO_DEFAULT_FILLFACTOR;
+
+	if (RelationGetNumberOfBlocks(index) != 0)
+		elog(ERROR, "index \"%s\" already contains data", RelationGetRelationName(index));
+
+	sortdesc = CreateTemplateTupleDesc(2);
+	TupleDescInitEntry(sortdesc, 1, "cellid", INT8OID, -1, 0);
+	TupleDescInitEntry(sortdesc, 2, "tid", TIDOID, -1, 0);
+
+	buildstate.kind = geo_column_kind(index);
+	buildstate.sort = tuplesort_begin_heap(sortdesc, 2, attnums, sortops, collations,
+										   nullsfirst, maintenance_work_mem, NULL,
+										   TUPLESORT_NONE);
+	buildstate.slot = MakeSingleTupleTableSlot(sortdesc, &TTSOpsVirtual);
+	buildstate.tmpcxt = AllocSetContextCreate(CurrentMemoryContext,
+											  "archer_geo build temporary context",
+											  ALLOCSET_DEFAULT_SIZES);
+	buildstate.ntuples = 0;
+
+	/* block 0: the meta page, rewritten once the root is known */
+	geo_init_meta_page(metapage.data, InvalidBlockNumber, 0);
+	write_page(index, ARCHER_META_BLKNO, metapage.data);
+
+	table_index_build_scan(heap, index, indexInfo, true, true,
+						   build_callback, &buildstate, NULL);
+
+	pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE, GEO_PHASE_SORT);
+	pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_TOTAL, (int64) buildstate.ntuples);
+	tuplesort_performsort(buildstate.sort);
+
+	buildstate.slot = MakeSingleTupleTableSlot(sortdesc, &TTSOpsMinimalTuple);
+	root = write_tree(index, buildstate.sort, buildstate.slot, fillfactor, &root_level);
+	tuplesort_end(buildstate.sort);
+
+	{
+		Buffer		metabuf = ReadBuffer(index, ARCHER_META_BLKNO);
+
+		LockBuffer(metabuf, BUFFER_LOCK_EXCLUSIVE);
+		geo_init_meta_page(BufferGetPage(metabuf), root, root_level);
+		MarkBufferDirty(metabuf);
+		UnlockReleaseBuffer(metabuf);
+	}
+
+	pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE, GEO_PHASE_WAL);
+	archer_log_all_pages(index);
+	MemoryContextDelete(buildstate.tmpcxt);
+
+	result = palloc(sizeof(IndexBuildResult));
+	result->heap_tuples = buildstate.ntuples;
+	result->index_tuples = buildstate.ntuples;
+	return result;
+}
+
+/* The init fork of an unlogged index: meta page and an empty root leaf */
+void
+geo_buildempty(Relation index)
+{
+	PGAlignedBlock metapage;
+	PGAlignedBlock rootpage;
+
+	geo_init_meta_page(metapage.data, 1, 0);
+	archer_page_init(rootpage.data, ARCHER_GEO_PAGE_ID, ARCHER_PAGE_LEAF, 0);
+
+	PageSetChecksumInplace(metapage.data, ARCHER_META_BLKNO);
+	smgrextend(RelationGetSmgr(index), INIT_FORKNUM, ARCHER_META_BLKNO, metapage.data, true);
+	log_newpage(&(RelationGetSmgr(index))->smgr_rnode.node, INIT_FORKNUM,
+				ARCHER_META_BLKNO, metapage.data, true);
+	PageSetChecksumInplace(rootpage.data, 1);
+	smgrextend(RelationGetSmgr(index), INIT_FORKNUM, 1, rootpage.data, true);
+	log_newpage(&(RelationGetSmgr(index))->smgr_rnode.node, INIT_FORKNUM,
+				1, rootpage.data, true);
+	smgrimmedsync(RelationGetSmgr(index), INIT_FORKNUM);
+}

@@ -1,0 +1,235 @@
+/*-------------------------------------------------------------------------
+ *
+ * geo_handler.c
+ *	  The archer_geo access method handler: capabilities, reloptions, GUCs,
+ *	  cost estimation and operator class validation.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/amvalidate.h"
+#include "access/reloptions.h"
+#include "catalog/pg_amop.h"
+#include "catalog/pg_opclass.h"
+#include "catalog/pg_type.h"
+#include "commands/progress.h"
+#include "commands/vacuum.h"
+#include "optimizer/optimizer.h"
+#include "utils/regproc.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/selfuncs.h"
+#include "utils/syscache.h"
+
+#include "geo.h"
+
+PG_FUNCTION_INFO_V1(archer_geo_handler);
+
+int			archer_geo_max_cells = 16;
+int			archer_geo_polygon_max_cells = 256;
+
+static relopt_kind geo_relopt_kind;
+
+void
+archer_geo_init(void)
+{
+	geo_relopt_kind = add_reloption_kind();
+	add_int_reloption(geo_relopt_kind, "fillfactor",
+					  "Packs archer_geo leaf pages only to this percentage at build",
+					  GEO_DEFAULT_FILLFACTOR, 10, 100, AccessExclusiveLock);
+
+	DefineCustomIntVariable("archer.geo_max_cells",
+							"Maximum number of S2 cells covering a radius query.",
+							"More cells fit the region more tightly but cost a tree descent each.",
+							&archer_geo_max_cells, 16, 4, 1024,
+							PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("archer.geo_polygon_max_cells",
+							"Maximum number of S2 cells covering a polygon query.",
+							"More cells leave fewer index entries near the boundary to test.",
+							&archer_geo_polygon_max_cells, 256, 4, 100000,
+							PGC_USERSET, 0, NULL, NULL, NULL);
+	MarkGUCPrefixReserved("archer");
+}
+
+static char *
+type_name(Oid typid)
+{
+	HeapTuple	tuple = SearchSysCache1(TYPEOID, ObjectIdGetDatum(typid));
+	char	   *name;
+
+	if (!HeapTupleIsValid(tuple))
+		elog(ERROR, "cache lookup failed for type %u", typid);
+	name = pstrdup(NameStr(((Form_pg_type) GETSTRUCT(tuple))->typname));
+	ReleaseSysCache(tuple);
+	return name;
+}
+
+/*
+ * What the indexed column holds, from the operator class's input type;
+ * cached in rd_amcache since inserts ask for every row.
+ */
+GeoColumnKind
+geo_column_kind(Relation index)
+{
+	Oid			typid = index->rd_opcintype[0];
+	GeoColumnKind kind;
+	char	   *typname;
+
+	if (index->rd_amcache != NULL)
+		return *(GeoColumnKind *) index->rd_amcache;
+
+	typname = type_name(typid);
+	if (typid == POINTOID)
+		kind = GEO_COLUMN_POINT;
+	else if (strcmp(typname, "geography") == 0)
+		kind = GEO_COLUMN_GEOGRAPHY;
+	else if (strcmp(typname, "geometry") == 0)
+		kind = GEO_COLUMN_GEOMETRY;
+	else
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("archer_geo cannot index type %s", typname)));
+
+	index->rd_amcache = MemoryContextAlloc(index->rd_indexcxt, sizeof(GeoColumnKind));
+	*(GeoColumnKind *) index->rd_amcache = kind;
+	return kind;
+}
+
+static bytea *
+geo_options(Datum reloptions, bool validate)
+{
+	static const relopt_parse_elt tab[] = {
+		{"fillfactor", RELOPT_TYPE_INT, offsetof(GeoOptions, fillfactor)},
+	};
+
+	return (bytea *) build_reloptions(reloptions, validate, geo_relopt_kind,
+									  sizeof(GeoOptions), tab, lengthof(tab));
+}
+
+/*
+ * Cost: the generic estimate from the conditions' selectivity, plus one
+ * descent per covering cell.  An ordered scan without conditions reads
+ * about as many entries as rows are fetched.
+ */
+static void
+geo_costestimate(PlannerInfo *root, IndexPath *path, double loop_count,
+				 Cost *indexStartupCost, Cost *indexTotalCost,
+				 Selectivity *indexSelectivity, double *indexCorrelation,
+				 double *indexPages)
+{
+	IndexOptInfo *index = path->indexinfo;
+	GenericCosts costs = {0};
+	double		descent;
+	int			ncells = path->indexorderbys != NIL ? archer_geo_max_cells :
+		Max(1, list_length(path->indexclauses)) * archer_geo_max_cells;
+
+	genericcostestimate(root, path, loop_count, &costs);
+
+	/* each covering cell is a descent of tree_height + 1 pages, mostly cached */
+	descent = (index->tree_height >= 0 ? index->tree_height + 1 : 2) *
+		ncells * cpu_operator_cost * 50;
+	costs.indexStartupCost += descent;
+	costs.indexTotalCost += descent;
+
+	*indexStartupCost = costs.indexStartupCost;
+	*indexTotalCost = costs.indexTotalCost;
+	*indexSelectivity = costs.indexSelectivity;
+	*indexCorrelation = costs.indexCorrelation;
+	*indexPages = costs.numIndexPages;
+}
+
+/* Operator class validation: strategies in range, ordering operators with a sort family */
+static bool
+geo_validate(Oid opclassoid)
+{
+	bool		result = true;
+	HeapTuple	classtup = SearchSysCache1(CLAOID, ObjectIdGetDatum(opclassoid));
+	Form_pg_opclass classform;
+	CatCList   *oprlist;
+	char	   *opclassname;
+
+	if (!HeapTupleIsValid(classtup))
+		elog(ERROR, "cache lookup failed for operator class %u", opclassoid);
+	classform = (Form_pg_opclass) GETSTRUCT(classtup);
+	opclassname = NameStr(classform->opcname);
+	oprlist = SearchSysCacheList1(AMOPSTRATEGY, ObjectIdGetDatum(classform->opcfamily));
+	for (int i = 0; i < oprlist->n_members; i++)
+	{
+		Form_pg_amop oprform = (Form_pg_amop) GETSTRUCT(&oprlist->members[i]->tuple);
+
+		if (oprform->amopstrategy < 1 || oprform->amopstrategy > GEO_NSTRATEGIES)
+		{
+			ereport(INFO,
+					(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
+					 errmsg("archer_geo operator class \"%s\" has operator %s with invalid strategy number %d",
+							opclassname, format_operator(oprform->amopopr),
+							oprform->amopstrategy)));
+			result = false;
+		}
+		if ((oprform->amoppurpose == AMOP_ORDER) !=
+			(oprform->amopstrategy == GEO_STRATEGY_DISTANCE))
+		{
+			ereport(INFO,
+					(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
+					 errmsg("archer_geo operator class \"%s\" uses operator %s with the wrong purpose",
+							opclassname, format_operator(oprform->amopopr))));
+			result = false;
+		}
+	}
+	ReleaseCatCacheList(oprlist);
+	ReleaseSysCache(classtup);
+	return result;
+}
+
+Datum
+archer_geo_handler(PG_FUNCTION_ARGS)
+{
+	IndexAmRoutine *amroutine = makeNode(IndexAmRoutine);
+
+	amroutine->amstrategies = GEO_NSTRATEGIES;
+	amroutine->amsupport = 0;
+	amroutine->amoptsprocnum = 0;
+	amroutine->amcanorder = false;
+	amroutine->amcanorderbyop = true;
+	amroutine->amcanbackward = false;
+	amroutine->amcanunique = false;
+	amroutine->amcanmulticol = false;
+	amroutine->amoptionalkey = true;
+	amroutine->amsearcharray = false;
+	amroutine->amsearchnulls = false;
+	amroutine->amstorage = false;
+	amroutine->amclusterable = false;
+	amroutine->ampredlocks = false;
+	amroutine->amcanparallel = false;
+	amroutine->amcaninclude = false;
+	amroutine->amusemaintenanceworkmem = false;
+	amroutine->amparallelvacuumoptions = VACUUM_OPTION_PARALLEL_BULKDEL;
+	amroutine->amkeytype = InvalidOid;
+
+	amroutine->ambuild = geo_build;
+	amroutine->ambuildempty = geo_buildempty;
+	amroutine->aminsert = geo_insert;
+	amroutine->ambulkdelete = geo_bulkdelete;
+	amroutine->amvacuumcleanup = geo_vacuumcleanup;
+	amroutine->amcanreturn = NULL;
+	amroutine->amcostestimate = geo_costestimate;
+	amroutine->amoptions = geo_options;
+	amroutine->amproperty = NULL;
+	amroutine->ambuildphasename = geo_buildphasename;
+	amroutine->amvalidate = geo_validate;
+	amroutine->amadjustmembers = NULL;
+	amroutine->ambeginscan = geo_beginscan;
+	amroutine->amrescan = geo_rescan;
+	amroutine->amgettuple = geo_gettuple;
+	amroutine->amgetbitmap = NULL;
+	amroutine->amendscan = geo_endscan;
+	amroutine->ammarkpos = NULL;
+	amroutine->amrestrpos = NULL;
+	amroutine->amestimateparallelscan = NULL;
+	amroutine->aminitparallelscan = NULL;
+	amroutine->amparallelrescan = NULL;
+
+	PG_RETURN_POINTER(amroutine);
+}

@@ -1,0 +1,256 @@
+/*-------------------------------------------------------------------------
+ *
+ * geo_insert.c
+ *	  Inserting one key into the archer_geo B+-tree.
+ *
+ * Fast path: descend to the leaf, lock it exclusively, insert if it has
+ * room: one WAL record for one page.
+ *
+ * Split path: under the split lock (a heavyweight lock that serializes
+ * structure changes, see geo.h), descend again from the root with exclusive
+ * locks, splitting every full page met on the way before entering it.  The
+ * parent of a page being split always has room, so each split is a single
+ * GenericXLog record over the page, its new right sibling and the parent
+ * (plus the meta page and the new root when the root splits): a crash never
+ * leaves a half-done split behind.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "storage/lmgr.h"
+
+#include "geo.h"
+
+/* page capacity in entries, for the page's kind */
+static int
+page_capacity(Page page)
+{
+	return ArcherPageGetOpaque(page)->level == 0 ? GEO_LEAF_CAPACITY : GEO_INTERNAL_CAPACITY;
+}
+
+static Size
+page_entry_size(Page page)
+{
+	return ArcherPageGetOpaque(page)->level == 0 ? sizeof(GeoLeafEntry) : sizeof(GeoInternalEntry);
+}
+
+static bool
+page_is_full(Page page)
+{
+	return archer_page_nentries(page, page_entry_size(page)) >= page_capacity(page);
+}
+
+/* Insert into a leaf page image known to have room */
+static void
+leaf_page_add(Page page, uint64 cellid, ItemPointer tid)
+{
+	GeoLeafEntry *entries = (GeoLeafEntry *) ArcherPageGetEntries(page);
+	int			nentries = archer_page_nentries(page, sizeof(GeoLeafEntry));
+	int			pos = geo_leaf_lower_bound(page, cellid, tid);
+
+	memmove(&entries[pos + 1], &entries[pos], (nentries - pos) * sizeof(GeoLeafEntry));
+	entries[pos].cellid = cellid;
+	entries[pos].tid = *tid;
+	entries[pos].unused = 0;
+	archer_page_set_nentries(page, sizeof(GeoLeafEntry), nentries + 1);
+}
+
+static void
+leaf_insert(Relation index, Buffer buf, uint64 cellid, ItemPointer tid)
+{
+	GenericXLogState *state = GenericXLogStart(index);
+	Page		page = GenericXLogRegisterBuffer(state, buf, 0);
+
+	leaf_page_add(page, cellid, tid);
+	GenericXLogFinish(state);
+}
+
+/* Add a downlink at position pos of an internal page image with room */
+static void
+internal_page_add(Page page, int pos, uint64 cellid, ItemPointer tid, BlockNumber child)
+{
+	GeoInternalEntry *entries = (GeoInternalEntry *) ArcherPageGetEntries(page);
+	int			nentries = archer_page_nentries(page, sizeof(GeoInternalEntry));
+
+	memmove(&entries[pos + 1], &entries[pos], (nentries - pos) * sizeof(GeoInternalEntry));
+	entries[pos].cellid = cellid;
+	entries[pos].tid = *tid;
+	entries[pos].child = child;
+	archer_page_set_nentries(page, sizeof(GeoInternalEntry), nentries + 1);
+}
+
+/*
+ * Move the upper half of page into the empty new page right (at blkno
+ * rightblkno) and link them.  Returns the first key of the right half,
+ * which becomes its separator in the parent.
+ */
+static GeoKey
+split_page_image(Page page, Page right, BlockNumber rightblkno)
+{
+	ArcherPageOpaque opaque = ArcherPageGetOpaque(page);
+	ArcherPageOpaque ropaque;
+	Size		entry_size = page_entry_size(page);
+	int			nentries = archer_page_nentries(page, entry_size);
+	int			keep = nentries / 2;
+	char	   *moved = ArcherPageGetEntries(page) + keep * entry_size;
+	GeoKey		separator;
+
+	/* both entry structs start with (cellid, tid) */
+	memcpy(&separator.cellid, moved, sizeof(uint64));
+	memcpy(&separator.tid, moved + sizeof(uint64), sizeof(ItemPointerData));
+
+	archer_page_init(right, ARCHER_GEO_PAGE_ID,
+					 opaque->flags & (ARCHER_PAGE_LEAF | ARCHER_PAGE_INTERNAL | ARCHER_PAGE_HAS_HIKEY),
+					 opaque->level);
+	ropaque = ArcherPageGetOpaque(right);
+	memcpy(ArcherPageGetEntries(right), moved, (nentries - keep) * entry_size);
+	archer_page_set_nentries(right, entry_size, nentries - keep);
+	ropaque->hikey_cellid = opaque->hikey_cellid;
+	ropaque->hikey_tid = opaque->hikey_tid;
+	ropaque->rightlink = opaque->rightlink;
+
+	archer_page_set_nentries(page, entry_size, keep);
+	opaque->flags |= ARCHER_PAGE_HAS_HIKEY;
+	opaque->hikey_cellid = separator.cellid;
+	opaque->hikey_tid = separator.tid;
+	opaque->rightlink = rightblkno;
+	return separator;
+}
+
+/*
+ * Split the full child at downlink position pos of parent.  Returns the
+ * half that holds the key, still exclusively locked; the other is released.
+ */
+static Buffer
+split_child(Relation index, Buffer parent, int pos, Buffer child,
+			uint64 cellid, ItemPointer tid)
+{
+	Buffer		right = archer_new_buffer(index);
+	GenericXLogState *state = GenericXLogStart(index);
+	Page		parent_page = GenericXLogRegisterBuffer(state, parent, 0);
+	Page		child_page = GenericXLogRegisterBuffer(state, child, 0);
+	Page		right_page = GenericXLogRegisterBuffer(state, right, GENERIC_XLOG_FULL_IMAGE);
+	GeoKey		separator;
+
+	separator = split_page_image(child_page, right_page, BufferGetBlockNumber(right));
+	internal_page_add(parent_page, pos + 1, separator.cellid, &separator.tid,
+					  BufferGetBlockNumber(right));
+	GenericXLogFinish(state);
+
+	if (geo_key_cmp(cellid, tid, separator.cellid, &separator.tid) >= 0)
+	{
+		UnlockReleaseBuffer(child);
+		return right;
+	}
+	UnlockReleaseBuffer(right);
+	return child;
+}
+
+/*
+ * Split the full root: its upper half goes to a new sibling and a new root
+ * above them both becomes the meta page's root.  Returns the new root,
+ * exclusively locked.
+ */
+static Buffer
+split_root(Relation index, Buffer root)
+{
+	Buffer		meta = archer_read_page(index, ARCHER_META_BLKNO, BUFFER_LOCK_EXCLUSIVE,
+										ARCHER_GEO_PAGE_ID);
+	Buffer		right = archer_new_buffer(index);
+	Buffer		newroot = archer_new_buffer(index);
+	GenericXLogState *state = GenericXLogStart(index);
+	Page		meta_page = GenericXLogRegisterBuffer(state, meta, 0);
+	Page		root_page = GenericXLogRegisterBuffer(state, root, 0);
+	Page		right_page = GenericXLogRegisterBuffer(state, right, GENERIC_XLOG_FULL_IMAGE);
+	Page		newroot_page = GenericXLogRegisterBuffer(state, newroot, GENERIC_XLOG_FULL_IMAGE);
+	uint16		level = ArcherPageGetOpaque(root_page)->level;
+	GeoKey		separator;
+	ItemPointerData mintid;
+	GeoMetaPageData *metadata = GeoPageGetMeta(meta_page);
+
+	separator = split_page_image(root_page, right_page, BufferGetBlockNumber(right));
+
+	archer_page_init(newroot_page, ARCHER_GEO_PAGE_ID, ARCHER_PAGE_INTERNAL, level + 1);
+	ItemPointerSetInvalid(&mintid);
+	internal_page_add(newroot_page, 0, 0, &mintid, BufferGetBlockNumber(root));
+	internal_page_add(newroot_page, 1, separator.cellid, &separator.tid,
+					  BufferGetBlockNumber(right));
+	metadata->root = BufferGetBlockNumber(newroot);
+	metadata->root_level = level + 1;
+	GenericXLogFinish(state);
+
+	UnlockReleaseBuffer(meta);
+	UnlockReleaseBuffer(right);
+	UnlockReleaseBuffer(root);
+	return newroot;
+}
+
+/* The split path: top-down descent that splits full pages before entering them */
+static void
+insert_with_splits(Relation index, uint64 cellid, ItemPointer tid)
+{
+	BlockNumber rootblkno;
+	uint16		level;
+	Buffer		buf;
+
+	geo_read_meta(index, &rootblkno, &level);
+	buf = archer_read_page(index, rootblkno, BUFFER_LOCK_EXCLUSIVE, ARCHER_GEO_PAGE_ID);
+	if (page_is_full(BufferGetPage(buf)))
+	{
+		buf = split_root(index, buf);
+		level++;
+	}
+
+	while (level > 0)
+	{
+		Page		page = BufferGetPage(buf);
+		GeoInternalEntry *entries = (GeoInternalEntry *) ArcherPageGetEntries(page);
+		int			nentries = archer_page_nentries(page, sizeof(GeoInternalEntry));
+		int			pos = 0;
+		Buffer		child;
+
+		/* last downlink whose key <= the new key */
+		while (pos + 1 < nentries &&
+			   geo_key_cmp(entries[pos + 1].cellid, &entries[pos + 1].tid, cellid, tid) <= 0)
+			pos++;
+		child = archer_read_page(index, entries[pos].child, BUFFER_LOCK_EXCLUSIVE,
+								 ARCHER_GEO_PAGE_ID);
+		if (page_is_full(BufferGetPage(child)))
+			child = split_child(index, buf, pos, child, cellid, tid);
+		UnlockReleaseBuffer(buf);
+		buf = child;
+		level--;
+	}
+	leaf_insert(index, buf, cellid, tid);
+	UnlockReleaseBuffer(buf);
+}
+
+void
+geo_tree_insert(Relation index, uint64 cellid, ItemPointer tid)
+{
+	Buffer		leaf = geo_descend(index, cellid, tid, BUFFER_LOCK_EXCLUSIVE);
+
+	if (!page_is_full(BufferGetPage(leaf)))
+	{
+		leaf_insert(index, leaf, cellid, tid);
+		UnlockReleaseBuffer(leaf);
+		return;
+	}
+	UnlockReleaseBuffer(leaf);
+
+	LockPage(index, GEO_SPLIT_LOCK, ExclusiveLock);
+	insert_with_splits(index, cellid, tid);
+	UnlockPage(index, GEO_SPLIT_LOCK, ExclusiveLock);
+}
+
+bool
+geo_insert(Relation index, Datum *values, bool *isnull, ItemPointer ht_ctid,
+		   Relation heap, IndexUniqueCheck checkUnique, bool indexUnchanged,
+		   IndexInfo *indexInfo)
+{
+	uint64		cellid = geo_value_cellid(geo_column_kind(index), values[0], isnull[0]);
+
+	geo_tree_insert(index, cellid, ht_ctid);
+	return false;
+}

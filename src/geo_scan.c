@@ -1,0 +1,633 @@
+/*-------------------------------------------------------------------------
+ *
+ * geo_scan.c
+ *	  Index scans of archer_geo: radius and polygon conditions, and
+ *	  nearest-neighbour ordering (ORDER BY col <-> point).
+ *
+ * A condition becomes a region and its covering (georegion.h).  The scan
+ * reads the key range of each covering cell in order, one leaf page at a
+ * time: under the page's share lock it copies the entries in range and the
+ * right link, then classifies them without the lock.  Entries of INSIDE
+ * cells are returned as they are; in PARTIAL cells the entry's leaf cell
+ * decides (inside, outside, or "recheck": only then does the executor run
+ * the exact predicate on the heap row).  With several conditions an entry
+ * must pass all of them.
+ *
+ * Nearest-neighbour scans grow a cap around the query point in rings (the
+ * first sized from the index's size to hold a few dozen entries, then
+ * doubling the angle).  Each ring scans only the key ranges that earlier
+ * rings did not, computes for every entry a lower bound of its distance in
+ * the metric of the type's <-> operator, and returns entries in order of
+ * that bound while it does not exceed the smallest distance any entry
+ * outside the ring can have.  The executor recomputes the exact distance
+ * (xs_recheckorderby) and reorders within that guarantee.  Entries with
+ * NULL or empty points come last, with a NULL distance.
+ *
+ * There is no bitmap scan: the planner keeps the original function call as
+ * a filter over a bitmap heap scan even when the index condition is exact,
+ * which would run the exact predicate on every row and undo the index's
+ * inside/outside decisions.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <float.h>
+#include <math.h>
+
+#include "access/relscan.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "utils/memutils.h"
+
+#include "geo.h"
+
+/* the sphere PostGIS's geography <-> measures on, rounded down */
+#define GEO_KNN_SPHERE_RADIUS_LOW	6371000.0
+#define GEO_KNN_FIRST_RING_ENTRIES	32.0
+
+typedef struct GeoKeyState
+{
+	GeoRegion  *region;
+	GeoCoverCell *cells;
+	int			ncells;
+} GeoKeyState;
+
+typedef struct GeoCandidate
+{
+	double		distance;		/* lower bound, for ordered scans */
+	ItemPointerData tid;
+	bool		recheck;
+} GeoCandidate;
+
+typedef struct GeoRange
+{
+	uint64		lo;
+	uint64		hi;
+} GeoRange;
+
+typedef struct GeoScanOpaqueData
+{
+	MemoryContext scancxt;		/* reset at every rescan */
+	GeoColumnKind kind;
+	bool		no_match;		/* a condition with a NULL argument */
+	int			nkeys;
+	GeoKeyState *keys;
+
+	/* matching entries waiting to be returned */
+	GeoCandidate *cands;
+	int			ncands;
+	int			maxcands;
+	int			cand_pos;
+
+	/* condition scans: position in the covering of keys[0] */
+	int			cur_cell;
+	BlockNumber next_blkno;		/* next leaf of the current range, or Invalid */
+
+	/* ordered scans */
+	bool		ordered;
+	bool		center_null;	/* every distance is NULL */
+	S2Point		center;
+	double		center_lat;
+	double		center_lng;
+	double		ring_angle;		/* the cap scanned so far; < 0 before the first */
+	double		emit_bound;		/* entries up to this distance can be returned */
+	GeoRange   *scanned;
+	int			nscanned;
+	bool		nulls_done;
+} GeoScanOpaqueData;
+
+typedef GeoScanOpaqueData *GeoScanOpaque;
+
+IndexScanDesc
+geo_beginscan(Relation index, int nkeys, int norderbys)
+{
+	IndexScanDesc scan = RelationGetIndexScan(index, nkeys, norderbys);
+	GeoScanOpaque so = palloc0(sizeof(GeoScanOpaqueData));
+
+	so->scancxt = AllocSetContextCreate(CurrentMemoryContext, "archer_geo scan",
+										ALLOCSET_DEFAULT_SIZES);
+	so->kind = geo_column_kind(index);
+	scan->opaque = so;
+	if (norderbys > 0)
+	{
+		scan->xs_orderbyvals = palloc0(sizeof(Datum) * norderbys);
+		scan->xs_orderbynulls = palloc(sizeof(bool) * norderbys);
+	}
+	return scan;
+}
+
+static void
+add_candidate(GeoScanOpaque so, ItemPointer tid, bool recheck, double distance)
+{
+	if (so->ncands == so->maxcands)
+	{
+		so->maxcands = Max(so->maxcands * 2, 1024);
+		if (so->cands == NULL)
+			so->cands = MemoryContextAlloc(so->scancxt, sizeof(GeoCandidate) * so->maxcands);
+		else
+			so->cands = repalloc_huge(so->cands, sizeof(GeoCandidate) * so->maxcands);
+	}
+	so->cands[so->ncands].tid = *tid;
+	so->cands[so->ncands].recheck = recheck;
+	so->cands[so->ncands].distance = distance;
+	so->ncands++;
+}
+
+/* Index of the covering cell that holds a leaf id, or -1 */
+static int
+find_cover_cell(const GeoKeyState *key, uint64 cellid)
+{
+	int			lo = 0;
+	int			hi = key->ncells - 1;
+
+	while (lo <= hi)
+	{
+		int			mid = (lo + hi) / 2;
+		S2CellId	cell = key->cells[mid].cellid;
+
+		if (cellid < s2_cellid_range_min(cell))
+			hi = mid - 1;
+		else if (cellid > s2_cellid_range_max(cell))
+			lo = mid + 1;
+		else
+			return mid;
+	}
+	return -1;
+}
+
+static GeoRelation
+relate_entry(const GeoKeyState *key, int cell, uint64 cellid)
+{
+	if (cell < 0)
+		return GEO_DISJOINT;
+	if (key->cells[cell].relation == GEO_INSIDE)
+		return GEO_INSIDE;
+	return georegion_relate_leaf(key->region, cell, cellid);
+}
+
+/*
+ * Does the entry pass every condition?  first_cell is the covering cell of
+ * keys[0] the entry was found in, or -1 to look it up.  Sets *recheck when
+ * only the exact predicate can tell.
+ */
+static bool
+entry_matches(GeoScanOpaque so, int first_cell, uint64 cellid, bool *recheck)
+{
+	*recheck = false;
+	for (int i = 0; i < so->nkeys; i++)
+	{
+		int			cell = (i == 0 && first_cell >= 0) ? first_cell :
+			find_cover_cell(&so->keys[i], cellid);
+		GeoRelation relation = relate_entry(&so->keys[i], cell, cellid);
+
+		if (relation == GEO_DISJOINT)
+			return false;
+		if (relation == GEO_PARTIAL)
+			*recheck = true;
+	}
+	return true;
+}
+
+/*
+ * Read the leaf page of the key range [lo, hi] at *blkno (or, when it is
+ * Invalid, the leaf where the range starts) and copy its entries in range
+ * to entries.  Sets *blkno to the next leaf of the range, or Invalid when
+ * the range is done.
+ */
+static int
+read_range_page(Relation index, uint64 lo, uint64 hi, BlockNumber *blkno,
+				GeoLeafEntry *entries)
+{
+	Buffer		buf;
+	Page		page;
+	ArcherPageOpaque opaque;
+	GeoLeafEntry *page_entries;
+	int			nentries;
+	int			pos = 0;
+	int			ncopied = 0;
+
+	if (*blkno == InvalidBlockNumber)
+	{
+		ItemPointerData mintid;
+
+		ItemPointerSet(&mintid, 0, 0);
+		buf = geo_descend(index, lo, &mintid, BUFFER_LOCK_SHARE);
+		pos = geo_leaf_lower_bound(BufferGetPage(buf), lo, &mintid);
+	}
+	else
+	{
+		buf = archer_read_page(index, *blkno, BUFFER_LOCK_SHARE, ARCHER_GEO_PAGE_ID);
+		if (!(ArcherPageGetOpaque(BufferGetPage(buf))->flags & ARCHER_PAGE_LEAF))
+			archer_corrupted(index, *blkno, "A leaf's right link points to a non-leaf page.");
+	}
+	page = BufferGetPage(buf);
+	opaque = ArcherPageGetOpaque(page);
+	nentries = archer_page_nentries(page, sizeof(GeoLeafEntry));
+	if (nentries > GEO_LEAF_CAPACITY)
+		archer_corrupted(index, BufferGetBlockNumber(buf), "A leaf holds too many entries.");
+	page_entries = (GeoLeafEntry *) ArcherPageGetEntries(page);
+	while (pos < nentries && page_entries[pos].cellid <= hi)
+		entries[ncopied++] = page_entries[pos++];
+
+	if (pos == nentries && (opaque->flags & ARCHER_PAGE_HAS_HIKEY) &&
+		opaque->hikey_cellid <= hi)
+		*blkno = opaque->rightlink;
+	else
+		*blkno = InvalidBlockNumber;
+	UnlockReleaseBuffer(buf);
+	return ncopied;
+}
+
+/* ---- condition scans ---- */
+
+/* Refill the candidates from the next leaf page of the covering; false at the end */
+static bool
+next_condition_batch(IndexScanDesc scan)
+{
+	GeoScanOpaque so = (GeoScanOpaque) scan->opaque;
+	GeoKeyState *first = &so->keys[0];
+	GeoLeafEntry entries[GEO_LEAF_CAPACITY];
+
+	so->ncands = 0;
+	so->cand_pos = 0;
+	while (so->ncands == 0)
+	{
+		S2CellId	cell;
+		int			nentries;
+
+		if (so->cur_cell >= first->ncells)
+			return false;
+		CHECK_FOR_INTERRUPTS();
+		cell = first->cells[so->cur_cell].cellid;
+		nentries = read_range_page(scan->indexRelation, s2_cellid_range_min(cell),
+								   s2_cellid_range_max(cell), &so->next_blkno, entries);
+		for (int i = 0; i < nentries; i++)
+		{
+			bool		recheck;
+
+			if (entries[i].cellid < s2_cellid_range_min(cell))
+				continue;
+			if (entry_matches(so, so->cur_cell, entries[i].cellid, &recheck))
+				add_candidate(so, &entries[i].tid, recheck, 0);
+		}
+		if (so->next_blkno == InvalidBlockNumber)
+			so->cur_cell++;
+	}
+	return true;
+}
+
+/* ---- ordered scans ---- */
+
+static bool
+column_is_planar(GeoColumnKind kind)
+{
+	return kind != GEO_COLUMN_GEOGRAPHY;
+}
+
+/* Planar distance from x to the interval [lo, hi] */
+static double
+interval_distance(double x, double lo, double hi)
+{
+	if (x < lo)
+		return lo - x;
+	if (x > hi)
+		return x - hi;
+	return 0;
+}
+
+/*
+ * Lower bound of the distance from the query point to any point of the
+ * leaf cell, in the metric of the column type's <-> operator: meters on
+ * the sphere for geography, degrees in the (lng, lat) plane otherwise.
+ */
+static double
+leaf_distance_bound(GeoScanOpaque so, uint64 cellid)
+{
+	S2Point		leaf = s2_cellid_to_point(cellid);
+	double		radius = s2_level_max_radius(S2_MAX_LEVEL);
+	double		lat;
+	double		lng;
+	double		lat_margin;
+	double		lng_margin;
+	double		dlng;
+	double		coslat;
+
+	if (!column_is_planar(so->kind))
+		return Max(0.0, s2_point_angle(leaf, so->center) - radius) * GEO_KNN_SPHERE_RADIUS_LOW;
+
+	s2_latlng_from_point(leaf, &lat, &lng);
+	lat_margin = radius * 180.0 / M_PI * 1.01 + 1e-12;
+	coslat = cos((Min(fabs(lat) + lat_margin, 90.0)) * M_PI / 180.0);
+	/* near a pole a leaf cell spans any longitude */
+	lng_margin = coslat > 1e-6 ? lat_margin / coslat : 360.0;
+
+	/* the point may sit on either side of the antimeridian */
+	dlng = interval_distance(so->center_lng, lng - lng_margin, lng + lng_margin);
+	if (lng + lng_margin > 180.0)
+		dlng = Min(dlng, interval_distance(so->center_lng, lng - lng_margin - 360.0,
+										   lng + lng_margin - 360.0));
+	if (lng - lng_margin < -180.0)
+		dlng = Min(dlng, interval_distance(so->center_lng, lng - lng_margin + 360.0,
+										   lng + lng_margin + 360.0));
+	return Max(0.0, hypot(dlng, interval_distance(so->center_lat, lat - lat_margin,
+												  lat + lat_margin)) * (1.0 - 1e-12));
+}
+
+/* The smallest distance an entry outside the cap of the given angle can have */
+static double
+ring_distance_bound(GeoScanOpaque so, double angle)
+{
+	if (angle >= M_PI)
+		return DBL_MAX;
+	if (column_is_planar(so->kind))
+		return angle * 180.0 / M_PI * (1.0 - 1e-12);
+	return angle * GEO_KNN_SPHERE_RADIUS_LOW * (1.0 - 1e-12);
+}
+
+static int
+candidate_cmp(const void *a, const void *b)
+{
+	double		da = ((const GeoCandidate *) a)->distance;
+	double		db = ((const GeoCandidate *) b)->distance;
+
+	return (da > db) - (da < db);
+}
+
+/* Add [lo, hi] to the sorted, disjoint list of scanned ranges */
+static void
+add_scanned_range(GeoScanOpaque so, uint64 lo, uint64 hi)
+{
+	int			i = 0;
+	int			j;
+
+	while (i < so->nscanned && so->scanned[i].hi < lo)
+		i++;
+	j = i;
+	while (j < so->nscanned && so->scanned[j].lo <= hi)
+	{
+		lo = Min(lo, so->scanned[j].lo);
+		hi = Max(hi, so->scanned[j].hi);
+		j++;
+	}
+	/* replace scanned[i..j) by [lo, hi] */
+	so->scanned = repalloc(so->scanned, sizeof(GeoRange) * (so->nscanned + 1));
+	memmove(&so->scanned[i + 1], &so->scanned[j], sizeof(GeoRange) * (so->nscanned - j));
+	so->scanned[i].lo = lo;
+	so->scanned[i].hi = hi;
+	so->nscanned += 1 - (j - i);
+}
+
+/* Read every entry of [lo, hi] into the candidates */
+static void
+scan_range_for_ring(IndexScanDesc scan, uint64 lo, uint64 hi)
+{
+	GeoScanOpaque so = (GeoScanOpaque) scan->opaque;
+	BlockNumber blkno = InvalidBlockNumber;
+	GeoLeafEntry entries[GEO_LEAF_CAPACITY];
+
+	do
+	{
+		int			nentries = read_range_page(scan->indexRelation, lo, hi, &blkno, entries);
+
+		CHECK_FOR_INTERRUPTS();
+		for (int i = 0; i < nentries; i++)
+		{
+			bool		recheck = false;
+
+			if (entries[i].cellid < lo)
+				continue;
+			if (so->nkeys > 0 && !entry_matches(so, -1, entries[i].cellid, &recheck))
+				continue;
+			add_candidate(so, &entries[i].tid, recheck,
+						  so->center_null ? 0 : leaf_distance_bound(so, entries[i].cellid));
+		}
+	} while (blkno != InvalidBlockNumber);
+}
+
+/* Scan the part of range [lo, hi] no earlier ring scanned */
+static void
+scan_new_part(IndexScanDesc scan, uint64 lo, uint64 hi)
+{
+	GeoScanOpaque so = (GeoScanOpaque) scan->opaque;
+	uint64		from = lo;
+
+	for (int i = 0; i < so->nscanned && from <= hi; i++)
+	{
+		if (so->scanned[i].hi < from)
+			continue;
+		if (so->scanned[i].lo > hi)
+			break;
+		if (so->scanned[i].lo > from)
+			scan_range_for_ring(scan, from, so->scanned[i].lo - 1);
+		if (so->scanned[i].hi >= hi)
+			return;
+		from = so->scanned[i].hi + 1;
+	}
+	if (from <= hi)
+		scan_range_for_ring(scan, from, hi);
+}
+
+/* First ring: a cap expected to hold a few dozen entries if they were spread evenly */
+static double
+first_ring_angle(Relation index)
+{
+	double		nentries = Max(1.0, (double) RelationGetNumberOfBlocks(index) *
+							   GEO_LEAF_CAPACITY * 0.7);
+	double		fraction = Min(1.0, GEO_KNN_FIRST_RING_ENTRIES / nentries);
+
+	return Max(1e-7, acos(1.0 - 2.0 * fraction));
+}
+
+/* Scan the next ring; false when the whole sphere has been scanned */
+static bool
+next_ring(IndexScanDesc scan)
+{
+	GeoScanOpaque so = (GeoScanOpaque) scan->opaque;
+	MemoryContext oldcxt;
+	GeoRegion  *cap;
+	GeoCoverCell *cells;
+	int			ncells;
+	int			remaining = so->ncands - so->cand_pos;
+
+	if (so->ring_angle >= M_PI)
+		return false;
+	so->ring_angle = so->ring_angle < 0 ? first_ring_angle(scan->indexRelation) :
+		so->ring_angle * 2;
+	if (so->center_null)
+		so->ring_angle = M_PI;
+
+	/* keep the candidates not yet returned */
+	memmove(so->cands, so->cands + so->cand_pos, sizeof(GeoCandidate) * remaining);
+	so->ncands = remaining;
+	so->cand_pos = 0;
+
+	oldcxt = MemoryContextSwitchTo(so->scancxt);
+	cap = georegion_cap(so->center, -1.0, so->ring_angle >= M_PI ? 2 * M_PI : so->ring_angle);
+	ncells = georegion_cover(cap, archer_geo_max_cells, &cells);
+	for (int i = 0; i < ncells; i++)
+	{
+		uint64		lo = s2_cellid_range_min(cells[i].cellid);
+		uint64		hi = s2_cellid_range_max(cells[i].cellid);
+
+		scan_new_part(scan, lo, hi);
+		add_scanned_range(so, lo, hi);
+	}
+	MemoryContextSwitchTo(oldcxt);
+
+	qsort(so->cands, so->ncands, sizeof(GeoCandidate), candidate_cmp);
+	so->emit_bound = ring_distance_bound(so, so->ring_angle);
+	return true;
+}
+
+/* After every point: the entries of NULL and empty points, unless a condition excludes them */
+static void
+load_null_entries(IndexScanDesc scan)
+{
+	GeoScanOpaque so = (GeoScanOpaque) scan->opaque;
+	BlockNumber blkno = InvalidBlockNumber;
+	GeoLeafEntry entries[GEO_LEAF_CAPACITY];
+
+	so->nulls_done = true;
+	so->ncands = 0;
+	so->cand_pos = 0;
+	if (so->nkeys > 0)
+		return;
+	do
+	{
+		int			nentries = read_range_page(scan->indexRelation, GEO_NULL_CELLID,
+											   GEO_NULL_CELLID, &blkno, entries);
+
+		for (int i = 0; i < nentries; i++)
+			if (entries[i].cellid == GEO_NULL_CELLID)
+				add_candidate(so, &entries[i].tid, false, 0);
+	} while (blkno != InvalidBlockNumber);
+}
+
+static bool
+next_ordered(IndexScanDesc scan, GeoCandidate *result, bool *distance_null)
+{
+	GeoScanOpaque so = (GeoScanOpaque) scan->opaque;
+
+	for (;;)
+	{
+		if (so->cand_pos < so->ncands &&
+			(so->nulls_done || so->cands[so->cand_pos].distance <= so->emit_bound))
+		{
+			*result = so->cands[so->cand_pos++];
+			*distance_null = so->nulls_done || so->center_null;
+			return true;
+		}
+		if (so->nulls_done)
+			return false;
+		if (!next_ring(scan))
+			load_null_entries(scan);
+	}
+}
+
+/* ---- the access method interface ---- */
+
+void
+geo_rescan(IndexScanDesc scan, ScanKey keys, int nkeys, ScanKey orderbys, int norderbys)
+{
+	GeoScanOpaque so = (GeoScanOpaque) scan->opaque;
+	MemoryContext oldcxt;
+
+	if (keys && scan->numberOfKeys > 0)
+		memmove(scan->keyData, keys, scan->numberOfKeys * sizeof(ScanKeyData));
+	if (orderbys && scan->numberOfOrderBys > 0)
+		memmove(scan->orderByData, orderbys, scan->numberOfOrderBys * sizeof(ScanKeyData));
+
+	MemoryContextReset(so->scancxt);
+	so->cands = NULL;
+	so->ncands = so->maxcands = so->cand_pos = 0;
+	so->cur_cell = 0;
+	so->next_blkno = InvalidBlockNumber;
+	so->no_match = false;
+	so->nkeys = scan->numberOfKeys;
+	so->ordered = scan->numberOfOrderBys > 0;
+	so->ring_angle = -1;
+	so->emit_bound = -1;
+	so->nulls_done = false;
+	so->center_null = false;
+
+	oldcxt = MemoryContextSwitchTo(so->scancxt);
+	so->keys = palloc0(sizeof(GeoKeyState) * Max(1, so->nkeys));
+	so->scanned = palloc(sizeof(GeoRange));
+	so->nscanned = 0;
+	for (int i = 0; i < so->nkeys; i++)
+	{
+		ScanKey		key = &scan->keyData[i];
+		GeoKeyState *state = &so->keys[i];
+		int			max_cells;
+
+		if (key->sk_flags & SK_ISNULL)
+		{
+			so->no_match = true;
+			break;
+		}
+		if (key->sk_strategy == GEO_STRATEGY_CAP)
+		{
+			state->region = geo_cap_region(so->kind, DatumGetArcherCapP(key->sk_argument));
+			max_cells = archer_geo_max_cells;
+		}
+		else if (key->sk_strategy == GEO_STRATEGY_REGION)
+		{
+			state->region = geo_polygon_region(so->kind, key->sk_argument);
+			max_cells = archer_geo_polygon_max_cells;
+		}
+		else
+			elog(ERROR, "archer_geo: unexpected strategy %d", key->sk_strategy);
+		state->ncells = georegion_cover(state->region, max_cells, &state->cells);
+	}
+	if (so->ordered)
+	{
+		ScanKey		orderby = &scan->orderByData[0];
+
+		if (orderby->sk_flags & SK_ISNULL ||
+			!geo_value_latlng(so->kind, orderby->sk_argument, &so->center_lat, &so->center_lng))
+			so->center_null = true;
+		else
+			so->center = s2_point_from_latlng(so->center_lat, so->center_lng);
+	}
+	MemoryContextSwitchTo(oldcxt);
+	pgstat_count_index_scan(scan->indexRelation);
+}
+
+bool
+geo_gettuple(IndexScanDesc scan, ScanDirection dir)
+{
+	GeoScanOpaque so = (GeoScanOpaque) scan->opaque;
+	GeoCandidate cand;
+
+	if (so->no_match)
+		return false;
+	if (so->ordered)
+	{
+		bool		distance_null;
+
+		if (!next_ordered(scan, &cand, &distance_null))
+			return false;
+		scan->xs_orderbyvals[0] = Float8GetDatum(cand.distance);
+		scan->xs_orderbynulls[0] = distance_null;
+		scan->xs_recheckorderby = !distance_null;
+	}
+	else
+	{
+		if (so->cand_pos >= so->ncands && !next_condition_batch(scan))
+			return false;
+		cand = so->cands[so->cand_pos++];
+	}
+	scan->xs_heaptid = cand.tid;
+	scan->xs_recheck = cand.recheck;
+	return true;
+}
+
+void
+geo_endscan(IndexScanDesc scan)
+{
+	GeoScanOpaque so = (GeoScanOpaque) scan->opaque;
+
+	MemoryContextDelete(so->scancxt);
+	pfree(so);
+}

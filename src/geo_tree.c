@@ -1,0 +1,176 @@
+/*-------------------------------------------------------------------------
+ *
+ * geo_tree.c
+ *	  Reading the archer_geo B+-tree: key order, the meta page, descending
+ *	  from the root to a leaf, and moving right past concurrent splits.
+ *
+ * Readers take share locks one page at a time (see geo.h): the downlink
+ * read from a parent may be stale by the time the child is locked, and the
+ * child's high key tells when the wanted key has moved to a right sibling.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "miscadmin.h"
+
+#include "geo.h"
+
+int
+geo_key_cmp(uint64 cellid1, ItemPointer tid1, uint64 cellid2, ItemPointer tid2)
+{
+	if (cellid1 != cellid2)
+		return cellid1 < cellid2 ? -1 : 1;
+	return ItemPointerCompare(tid1, tid2);
+}
+
+void
+geo_init_meta_page(Page page, BlockNumber root, uint16 root_level)
+{
+	GeoMetaPageData *meta;
+
+	archer_page_init(page, ARCHER_GEO_PAGE_ID, ARCHER_PAGE_META, 0);
+	meta = GeoPageGetMeta(page);
+	memset(meta, 0, sizeof(GeoMetaPageData));
+	meta->common.magic = ARCHER_MAGIC;
+	meta->common.version = ARCHER_PAGE_VERSION;
+	meta->common.page_id = ARCHER_GEO_PAGE_ID;
+	meta->root = root;
+	meta->root_level = root_level;
+	((PageHeader) page)->pd_lower = (char *) (meta + 1) - (char *) page;
+}
+
+void
+geo_read_meta(Relation index, BlockNumber *root, uint16 *root_level)
+{
+	Buffer		buf = archer_read_page(index, ARCHER_META_BLKNO, BUFFER_LOCK_SHARE,
+									   ARCHER_GEO_PAGE_ID);
+	Page		page = BufferGetPage(buf);
+	GeoMetaPageData *meta = GeoPageGetMeta(page);
+
+	if (!(ArcherPageGetOpaque(page)->flags & ARCHER_PAGE_META) ||
+		meta->common.magic != ARCHER_MAGIC ||
+		meta->common.version != ARCHER_PAGE_VERSION)
+		archer_corrupted(index, ARCHER_META_BLKNO, "The meta page is invalid.");
+	*root = meta->root;
+	*root_level = meta->root_level;
+	UnlockReleaseBuffer(buf);
+}
+
+/* true when the key belongs to a page to the right of this one */
+static bool
+key_beyond_page(Page page, uint64 cellid, ItemPointer tid)
+{
+	ArcherPageOpaque opaque = ArcherPageGetOpaque(page);
+
+	return (opaque->flags & ARCHER_PAGE_HAS_HIKEY) &&
+		geo_key_cmp(cellid, tid, opaque->hikey_cellid, &opaque->hikey_tid) >= 0;
+}
+
+/*
+ * Follow right links while the key is at or past the page's high key.  The
+ * buffer is locked in lockmode on entry and on return; the lock on a page
+ * is released only after the right sibling is locked, so an inserter never
+ * lets a concurrent split slip between the two.
+ */
+Buffer
+geo_move_right(Relation index, Buffer buf, uint64 cellid, ItemPointer tid, int lockmode)
+{
+	while (key_beyond_page(BufferGetPage(buf), cellid, tid))
+	{
+		BlockNumber right = ArcherPageGetOpaque(BufferGetPage(buf))->rightlink;
+		Buffer		next = archer_read_page(index, right, lockmode, ARCHER_GEO_PAGE_ID);
+
+		UnlockReleaseBuffer(buf);
+		buf = next;
+		CHECK_FOR_INTERRUPTS();
+	}
+	return buf;
+}
+
+/* Position of the child of an internal page that holds the key */
+static int
+internal_child_position(Page page, uint64 cellid, ItemPointer tid)
+{
+	GeoInternalEntry *entries = (GeoInternalEntry *) ArcherPageGetEntries(page);
+	int			lo = 0;
+	int			hi = archer_page_nentries(page, sizeof(GeoInternalEntry)) - 1;
+
+	/* last entry whose key <= the search key; the first covers everything below */
+	while (lo < hi)
+	{
+		int			mid = (lo + hi + 1) / 2;
+
+		if (geo_key_cmp(entries[mid].cellid, &entries[mid].tid, cellid, tid) <= 0)
+			lo = mid;
+		else
+			hi = mid - 1;
+	}
+	return lo;
+}
+
+/* First position on a leaf whose key is >= (cellid, tid) */
+int
+geo_leaf_lower_bound(Page page, uint64 cellid, ItemPointer tid)
+{
+	GeoLeafEntry *entries = (GeoLeafEntry *) ArcherPageGetEntries(page);
+	int			lo = 0;
+	int			hi = archer_page_nentries(page, sizeof(GeoLeafEntry));
+
+	while (lo < hi)
+	{
+		int			mid = (lo + hi) / 2;
+
+		if (geo_key_cmp(entries[mid].cellid, &entries[mid].tid, cellid, tid) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/*
+ * Descend to the leaf that holds (or would hold) the key and return it
+ * locked in leaf_lockmode.  Internal pages are share-locked one at a time.
+ */
+Buffer
+geo_descend(Relation index, uint64 cellid, ItemPointer tid, int leaf_lockmode)
+{
+	BlockNumber blkno;
+	uint16		level;
+	Buffer		buf;
+
+	geo_read_meta(index, &blkno, &level);
+	for (;;)
+	{
+		Page		page;
+		ArcherPageOpaque opaque;
+		int			lockmode = (level == 0) ? leaf_lockmode : BUFFER_LOCK_SHARE;
+		GeoInternalEntry *entries;
+		int			nentries;
+
+		buf = archer_read_page(index, blkno, lockmode, ARCHER_GEO_PAGE_ID);
+		buf = geo_move_right(index, buf, cellid, tid, lockmode);
+		page = BufferGetPage(buf);
+		opaque = ArcherPageGetOpaque(page);
+		if (opaque->level != level)
+			archer_corrupted(index, BufferGetBlockNumber(buf),
+							 "The page is not at the level its parent expects.");
+		if (level == 0)
+		{
+			if (!(opaque->flags & ARCHER_PAGE_LEAF))
+				archer_corrupted(index, BufferGetBlockNumber(buf),
+								 "A page at level 0 is not a leaf.");
+			return buf;
+		}
+		nentries = archer_page_nentries(page, sizeof(GeoInternalEntry));
+		if (!(opaque->flags & ARCHER_PAGE_INTERNAL) || nentries == 0 ||
+			nentries > GEO_INTERNAL_CAPACITY)
+			archer_corrupted(index, BufferGetBlockNumber(buf),
+							 "An internal page has no valid entries.");
+		entries = (GeoInternalEntry *) ArcherPageGetEntries(page);
+		blkno = entries[internal_child_position(page, cellid, tid)].child;
+		level--;
+		UnlockReleaseBuffer(buf);
+	}
+}

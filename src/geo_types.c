@@ -1,0 +1,603 @@
+/*-------------------------------------------------------------------------
+ *
+ * geo_types.c
+ *	  The SQL surface of archer_geo: the archer_cap type, archer_dwithin and
+ *	  archer_within with their planner support function, the operators the
+ *	  index serves and their exact predicates, and selectivity estimation.
+ *
+ * archer_dwithin(col, center, meters) and archer_within(col, region) are the
+ * user-facing predicates.  The support function turns them into index
+ * conditions "col <@ archer_cap(center, meters)" and "col <@@ region" that
+ * are exact (not lossy): the operators implement exactly the predicates, so
+ * the executor rechecks only the entries the index marks as near a
+ * boundary.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "catalog/pg_type.h"
+#include "libpq/pqformat.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "nodes/supportnodes.h"
+#include "optimizer/optimizer.h"
+#include "parser/parse_func.h"
+#include "utils/builtins.h"
+#include "utils/geo_decls.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/selfuncs.h"
+
+#include "geo.h"
+
+PG_FUNCTION_INFO_V1(archer_cap_in);
+PG_FUNCTION_INFO_V1(archer_cap_out);
+PG_FUNCTION_INFO_V1(archer_cap_recv);
+PG_FUNCTION_INFO_V1(archer_cap_send);
+PG_FUNCTION_INFO_V1(archer_cap_point);
+PG_FUNCTION_INFO_V1(archer_cap_geography);
+PG_FUNCTION_INFO_V1(archer_cap_geometry);
+PG_FUNCTION_INFO_V1(archer_point_in_cap);
+PG_FUNCTION_INFO_V1(archer_geography_in_cap);
+PG_FUNCTION_INFO_V1(archer_geometry_in_cap);
+PG_FUNCTION_INFO_V1(archer_dwithin_point);
+PG_FUNCTION_INFO_V1(archer_dwithin_geography);
+PG_FUNCTION_INFO_V1(archer_dwithin_geometry);
+PG_FUNCTION_INFO_V1(archer_within_point);
+PG_FUNCTION_INFO_V1(archer_within_geography);
+PG_FUNCTION_INFO_V1(archer_within_geometry);
+PG_FUNCTION_INFO_V1(archer_geo_cellid_point);
+PG_FUNCTION_INFO_V1(archer_geo_support);
+PG_FUNCTION_INFO_V1(archer_geo_restrict);
+
+/* selectivity of a radius query per unit of sphere fraction: data cluster */
+#define GEO_CLUSTER_FACTOR		20.0
+#define GEO_DEFAULT_SEL_CAP		0.0005
+#define GEO_DEFAULT_SEL_REGION	0.005
+
+void
+geo_check_latlng(double lat, double lng)
+{
+	if (isnan(lat) || isnan(lng) || isinf(lat) || isinf(lng))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("point coordinates must be finite numbers")));
+	if (lat < -90.0 || lat > 90.0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("latitude %g is out of range [-90, 90]", lat)));
+	if (lng < -180.0 || lng > 180.0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("longitude %g is out of range [-180, 180]", lng)));
+}
+
+/* Great-circle distance in meters on the sphere of GEO_EARTH_RADIUS */
+double
+geo_sphere_distance(double lat1, double lng1, double lat2, double lng2)
+{
+	double		dlat = (lat2 - lat1) * M_PI / 180.0;
+	double		dlng = (lng2 - lng1) * M_PI / 180.0;
+	double		s1 = sin(dlat / 2);
+	double		s2 = sin(dlng / 2);
+	double		h = s1 * s1 + cos(lat1 * M_PI / 180.0) * cos(lat2 * M_PI / 180.0) * s2 * s2;
+
+	return 2.0 * GEO_EARTH_RADIUS * asin(sqrt(Min(h, 1.0)));
+}
+
+/*
+ * The point of a column value; false for an empty point.  Raises an error
+ * for values the index cannot hold.
+ */
+bool
+geo_value_latlng(GeoColumnKind kind, Datum value, double *lat, double *lng)
+{
+	Point	   *point;
+
+	switch (kind)
+	{
+		case GEO_COLUMN_POINT:
+			point = DatumGetPointP(value);
+			*lng = point->x;
+			*lat = point->y;
+			geo_check_latlng(*lat, *lng);
+			return true;
+		case GEO_COLUMN_GEOGRAPHY:
+			return geo_postgis_point(value, true, lat, lng);
+		case GEO_COLUMN_GEOMETRY:
+			return geo_postgis_point(value, false, lat, lng);
+	}
+	return false;				/* keep compiler quiet */
+}
+
+/* The index key of a column value: its leaf cell, or GEO_NULL_CELLID */
+uint64
+geo_value_cellid(GeoColumnKind kind, Datum value, bool isnull)
+{
+	double		lat;
+	double		lng;
+
+	if (isnull || !geo_value_latlng(kind, value, &lat, &lng))
+		return GEO_NULL_CELLID;
+	return s2_cellid_from_point(s2_point_from_latlng(lat, lng));
+}
+
+/*
+ * The region of a radius query.  Angles are on the unit sphere; the margins
+ * cover the difference between the sphere and the spheroid PostGIS measures
+ * on, so that "inside"/"outside" decisions hold for the exact predicate.
+ */
+GeoRegion *
+geo_cap_region(GeoColumnKind kind, const ArcherCap *cap)
+{
+	double		angle = cap->radius / GEO_EARTH_RADIUS;
+	double		inner;
+	double		outer;
+
+	if (kind != GEO_COLUMN_POINT && cap->use_spheroid)
+	{
+		inner = angle / GEO_SPHEROID_MAX_RATIO;
+		outer = angle / GEO_SPHEROID_MIN_RATIO;
+	}
+	else
+	{
+		/* PostGIS's sphere radius differs from ours in the 9th digit */
+		inner = angle * (1.0 - 1e-7);
+		outer = angle * (1.0 + 1e-7);
+	}
+	inner -= 1e-12;
+	outer += 1e-12;
+	return georegion_cap(s2_point_from_latlng(cap->lat, cap->lng), inner,
+						 isinf(outer) ? M_PI * 2 : outer);
+}
+
+static GeoRegion *
+builtin_polygon_region(POLYGON *polygon)
+{
+	int			npoints = polygon->npts;
+	double	   *lng = palloc(sizeof(double) * (npoints + 1));
+	double	   *lat = palloc(sizeof(double) * (npoints + 1));
+	GeoRing		ring;
+	GeoPolygon	geopolygon;
+
+	if (npoints < 3)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("query polygon must have at least 3 vertices, got %d", npoints)));
+	for (int i = 0; i < npoints; i++)
+	{
+		lng[i] = polygon->p[i].x;
+		lat[i] = polygon->p[i].y;
+	}
+	/* the built-in polygon is implicitly closed */
+	lng[npoints] = lng[0];
+	lat[npoints] = lat[0];
+	ring.npoints = npoints + 1;
+	ring.lng = lng;
+	ring.lat = lat;
+	geopolygon.nrings = 1;
+	geopolygon.rings = &ring;
+	return georegion_polygons(1, &geopolygon, false);
+}
+
+GeoRegion *
+geo_polygon_region(GeoColumnKind kind, Datum polygon)
+{
+	switch (kind)
+	{
+		case GEO_COLUMN_POINT:
+			return builtin_polygon_region(DatumGetPolygonP(polygon));
+		case GEO_COLUMN_GEOGRAPHY:
+			return geo_postgis_polygon_region(polygon, true);
+		case GEO_COLUMN_GEOMETRY:
+			return geo_postgis_polygon_region(polygon, false);
+	}
+	return NULL;				/* keep compiler quiet */
+}
+
+/* ---- archer_cap ---- */
+
+static ArcherCap *
+make_cap(double lat, double lng, double radius, bool use_spheroid)
+{
+	ArcherCap  *cap = palloc0(sizeof(ArcherCap));
+
+	geo_check_latlng(lat, lng);
+	if (isnan(radius) || radius < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("radius must be a non-negative number of meters, got %g", radius)));
+	cap->lat = lat;
+	cap->lng = lng;
+	cap->radius = radius;
+	cap->use_spheroid = use_spheroid ? 1 : 0;
+	return cap;
+}
+
+Datum
+archer_cap_in(PG_FUNCTION_ARGS)
+{
+	char	   *str = PG_GETARG_CSTRING(0);
+	double		lng;
+	double		lat;
+	double		radius;
+	int			consumed = 0;
+	bool		use_spheroid = true;
+	char	   *rest;
+
+	if (sscanf(str, " <(%lf,%lf),%lf%n", &lng, &lat, &radius, &consumed) != 3)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
+				 errmsg("invalid input syntax for type archer_cap: \"%s\"", str),
+				 errhint("Expected <(lng,lat),meters> optionally followed by ,sphere or ,spheroid before >.")));
+	rest = str + consumed;
+	while (*rest == ' ')
+		rest++;
+	if (strncmp(rest, ",sphere>", 8) == 0)
+	{
+		use_spheroid = false;
+		rest += 8;
+	}
+	else if (strncmp(rest, ",spheroid>", 10) == 0)
+		rest += 10;
+	else if (*rest == '>')
+		rest++;
+	else
+		rest = NULL;
+	while (rest && *rest == ' ')
+		rest++;
+	if (rest == NULL || *rest != '\0')
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
+				 errmsg("invalid input syntax for type archer_cap: \"%s\"", str)));
+	PG_RETURN_POINTER(make_cap(lat, lng, radius, use_spheroid));
+}
+
+Datum
+archer_cap_out(PG_FUNCTION_ARGS)
+{
+	ArcherCap  *cap = DatumGetArcherCapP(PG_GETARG_DATUM(0));
+
+	PG_RETURN_CSTRING(psprintf("<(%.17g,%.17g),%.17g,%s>", cap->lng, cap->lat,
+							   cap->radius, cap->use_spheroid ? "spheroid" : "sphere"));
+}
+
+Datum
+archer_cap_recv(PG_FUNCTION_ARGS)
+{
+	StringInfo	buf = (StringInfo) PG_GETARG_POINTER(0);
+	double		lng = pq_getmsgfloat8(buf);
+	double		lat = pq_getmsgfloat8(buf);
+	double		radius = pq_getmsgfloat8(buf);
+	bool		use_spheroid = pq_getmsgbyte(buf) != 0;
+
+	PG_RETURN_POINTER(make_cap(lat, lng, radius, use_spheroid));
+}
+
+Datum
+archer_cap_send(PG_FUNCTION_ARGS)
+{
+	ArcherCap  *cap = DatumGetArcherCapP(PG_GETARG_DATUM(0));
+	StringInfoData buf;
+
+	pq_begintypsend(&buf);
+	pq_sendfloat8(&buf, cap->lng);
+	pq_sendfloat8(&buf, cap->lat);
+	pq_sendfloat8(&buf, cap->radius);
+	pq_sendbyte(&buf, cap->use_spheroid ? 1 : 0);
+	PG_RETURN_BYTEA_P(pq_endtypsend(&buf));
+}
+
+static ArcherCap *
+postgis_cap(Datum center, bool geography, double radius, bool use_spheroid)
+{
+	double		lat;
+	double		lng;
+
+	if (!geo_postgis_point(center, geography, &lat, &lng))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("the center of a radius query must not be an empty point")));
+	return make_cap(lat, lng, radius, use_spheroid);
+}
+
+Datum
+archer_cap_point(PG_FUNCTION_ARGS)
+{
+	Point	   *center = PG_GETARG_POINT_P(0);
+
+	PG_RETURN_POINTER(make_cap(center->y, center->x, PG_GETARG_FLOAT8(1), false));
+}
+
+Datum
+archer_cap_geography(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_POINTER(postgis_cap(PG_GETARG_DATUM(0), true, PG_GETARG_FLOAT8(1),
+								  PG_GETARG_BOOL(2)));
+}
+
+Datum
+archer_cap_geometry(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_POINTER(postgis_cap(PG_GETARG_DATUM(0), false, PG_GETARG_FLOAT8(1),
+								  PG_GETARG_BOOL(2)));
+}
+
+/* ---- exact predicates ---- */
+
+static bool
+point_in_cap(Point *point, const ArcherCap *cap)
+{
+	geo_check_latlng(point->y, point->x);
+	return geo_sphere_distance(point->y, point->x, cap->lat, cap->lng) <= cap->radius;
+}
+
+Datum
+archer_point_in_cap(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_BOOL(point_in_cap(PG_GETARG_POINT_P(0), DatumGetArcherCapP(PG_GETARG_DATUM(1))));
+}
+
+static bool
+postgis_in_cap(FunctionCallInfo fcinfo, bool geography, Datum value, const ArcherCap *cap)
+{
+	double		lat;
+	double		lng;
+
+	/* an empty point is within no distance of anything */
+	if (!geo_postgis_point(value, geography, &lat, &lng))
+		return false;
+	return geo_postgis_dwithin(fcinfo->flinfo, geography, value, cap);
+}
+
+Datum
+archer_geography_in_cap(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_BOOL(postgis_in_cap(fcinfo, true, PG_GETARG_DATUM(0),
+								  DatumGetArcherCapP(PG_GETARG_DATUM(1))));
+}
+
+Datum
+archer_geometry_in_cap(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_BOOL(postgis_in_cap(fcinfo, false, PG_GETARG_DATUM(0),
+								  DatumGetArcherCapP(PG_GETARG_DATUM(1))));
+}
+
+Datum
+archer_dwithin_point(PG_FUNCTION_ARGS)
+{
+	Point	   *center = PG_GETARG_POINT_P(1);
+	ArcherCap  *cap = make_cap(center->y, center->x, PG_GETARG_FLOAT8(2), false);
+
+	PG_RETURN_BOOL(point_in_cap(PG_GETARG_POINT_P(0), cap));
+}
+
+Datum
+archer_dwithin_geography(PG_FUNCTION_ARGS)
+{
+	ArcherCap  *cap = postgis_cap(PG_GETARG_DATUM(1), true, PG_GETARG_FLOAT8(2),
+								  PG_GETARG_BOOL(3));
+
+	PG_RETURN_BOOL(postgis_in_cap(fcinfo, true, PG_GETARG_DATUM(0), cap));
+}
+
+Datum
+archer_dwithin_geometry(PG_FUNCTION_ARGS)
+{
+	ArcherCap  *cap = postgis_cap(PG_GETARG_DATUM(1), false, PG_GETARG_FLOAT8(2),
+								  PG_GETARG_BOOL(3));
+
+	PG_RETURN_BOOL(postgis_in_cap(fcinfo, false, PG_GETARG_DATUM(0), cap));
+}
+
+/*
+ * Point-in-polygon for the built-in types.  The region is built once and
+ * kept in fn_extra with a copy of the polygon it came from, compared byte
+ * for byte: the same address may hold another polygon in a later call.
+ */
+typedef struct PolygonCache
+{
+	POLYGON    *polygon;
+	GeoRegion  *region;
+	MemoryContext context;
+} PolygonCache;
+
+Datum
+archer_within_point(PG_FUNCTION_ARGS)
+{
+	Point	   *point = PG_GETARG_POINT_P(0);
+	POLYGON    *polygon = PG_GETARG_POLYGON_P(1);
+	PolygonCache *cache = (PolygonCache *) fcinfo->flinfo->fn_extra;
+
+	geo_check_latlng(point->y, point->x);
+	if (cache == NULL)
+	{
+		cache = MemoryContextAllocZero(fcinfo->flinfo->fn_mcxt, sizeof(PolygonCache));
+		cache->context = AllocSetContextCreate(fcinfo->flinfo->fn_mcxt,
+											   "archer polygon cache",
+											   ALLOCSET_DEFAULT_SIZES);
+		fcinfo->flinfo->fn_extra = cache;
+	}
+	if (cache->polygon == NULL ||
+		VARSIZE(cache->polygon) != VARSIZE(polygon) ||
+		memcmp(cache->polygon, polygon, VARSIZE(polygon)) != 0)
+	{
+		MemoryContext oldcxt;
+
+		MemoryContextReset(cache->context);
+		cache->polygon = NULL;
+		oldcxt = MemoryContextSwitchTo(cache->context);
+		cache->region = builtin_polygon_region(polygon);
+		cache->polygon = palloc(VARSIZE(polygon));
+		memcpy(cache->polygon, polygon, VARSIZE(polygon));
+		MemoryContextSwitchTo(oldcxt);
+	}
+	PG_RETURN_BOOL(georegion_contains_point(cache->region, point->x, point->y));
+}
+
+static bool
+postgis_within(FunctionCallInfo fcinfo, bool geography)
+{
+	double		lat;
+	double		lng;
+
+	if (!geo_postgis_point(PG_GETARG_DATUM(0), geography, &lat, &lng))
+		return false;
+	return geo_postgis_intersects(fcinfo->flinfo, geography, PG_GETARG_DATUM(0),
+								  PG_GETARG_DATUM(1));
+}
+
+Datum
+archer_within_geography(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_BOOL(postgis_within(fcinfo, true));
+}
+
+Datum
+archer_within_geometry(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_BOOL(postgis_within(fcinfo, false));
+}
+
+Datum
+archer_geo_cellid_point(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_INT64((int64) geo_value_cellid(GEO_COLUMN_POINT, PG_GETARG_DATUM(0), false));
+}
+
+/* ---- planner support ---- */
+
+static Oid
+sibling_function(Oid funcid, const char *name, int nargs, Oid *argtypes)
+{
+	char	   *nspname = get_namespace_name(get_func_namespace(funcid));
+	List	   *qualname = list_make2(makeString(nspname), makeString(pstrdup(name)));
+
+	return LookupFuncName(qualname, nargs, argtypes, true);
+}
+
+/*
+ * Index condition for archer_dwithin(a, b, meters [, use_spheroid]) where a
+ * or b is the indexed column: "col <@ archer_cap(other, meters [, ...])".
+ */
+static List *
+dwithin_index_condition(SupportRequestIndexCondition *req, List *args)
+{
+	Node	   *column = list_nth(args, req->indexarg);
+	Node	   *center = list_nth(args, 1 - req->indexarg);
+	Oid			coltype = exprType(column);
+	Oid			argtypes[3];
+	int			nargs = list_length(args) - 1;
+	List	   *capargs;
+	Oid			capfunc;
+	Oid			captype;
+	Oid			opno;
+	Expr	   *capexpr;
+
+	if (req->indexarg > 1 || contain_var_clause(center) ||
+		contain_volatile_functions(center) ||
+		contain_var_clause((Node *) list_nth(args, 2)))
+		return NIL;
+	if (nargs == 3 && contain_var_clause((Node *) list_nth(args, 3)))
+		return NIL;
+
+	argtypes[0] = exprType(center);
+	argtypes[1] = FLOAT8OID;
+	argtypes[2] = BOOLOID;
+	capfunc = sibling_function(req->funcid, "archer_cap", nargs, argtypes);
+	if (!OidIsValid(capfunc))
+		return NIL;
+	captype = get_func_rettype(capfunc);
+	opno = get_opfamily_member(req->opfamily, coltype, captype, GEO_STRATEGY_CAP);
+	if (!OidIsValid(opno))
+		return NIL;
+
+	capargs = list_make2(center, list_nth(args, 2));
+	if (nargs == 3)
+		capargs = lappend(capargs, list_nth(args, 3));
+	capexpr = (Expr *) makeFuncExpr(capfunc, captype, capargs, InvalidOid,
+									InvalidOid, COERCE_EXPLICIT_CALL);
+	req->lossy = false;
+	return list_make1(make_opclause(opno, BOOLOID, false, (Expr *) column,
+									capexpr, InvalidOid, InvalidOid));
+}
+
+/* Index condition for archer_within(col, region): "col <@@ region" */
+static List *
+within_index_condition(SupportRequestIndexCondition *req, List *args)
+{
+	Node	   *column = linitial(args);
+	Node	   *region = lsecond(args);
+	Oid			opno;
+
+	if (req->indexarg != 0 || contain_var_clause(region) ||
+		contain_volatile_functions(region))
+		return NIL;
+	opno = get_opfamily_member(req->opfamily, exprType(column), exprType(region),
+							   GEO_STRATEGY_REGION);
+	if (!OidIsValid(opno))
+		return NIL;
+	req->lossy = false;
+	return list_make1(make_opclause(opno, BOOLOID, false, (Expr *) column,
+									(Expr *) region, InvalidOid, InvalidOid));
+}
+
+Datum
+archer_geo_support(PG_FUNCTION_ARGS)
+{
+	Node	   *rawreq = (Node *) PG_GETARG_POINTER(0);
+
+	if (IsA(rawreq, SupportRequestIndexCondition))
+	{
+		SupportRequestIndexCondition *req = (SupportRequestIndexCondition *) rawreq;
+		char	   *funcname;
+		List	   *args;
+
+		if (!is_funcclause(req->node))
+			PG_RETURN_POINTER(NULL);
+		args = ((FuncExpr *) req->node)->args;
+		funcname = get_func_name(req->funcid);
+		if (strcmp(funcname, "archer_dwithin") == 0 && list_length(args) >= 3)
+			PG_RETURN_POINTER(dwithin_index_condition(req, args));
+		if (strcmp(funcname, "archer_within") == 0 && list_length(args) == 2)
+			PG_RETURN_POINTER(within_index_condition(req, args));
+	}
+	PG_RETURN_POINTER(NULL);
+}
+
+/*
+ * Restriction selectivity of "col <@ cap" and "col <@@ region": the cap's
+ * share of the sphere scaled for clustered data when the cap is known at
+ * plan time, a small default otherwise.
+ */
+Datum
+archer_geo_restrict(PG_FUNCTION_ARGS)
+{
+	PlannerInfo *root = (PlannerInfo *) PG_GETARG_POINTER(0);
+	Oid			operator = PG_GETARG_OID(1);
+	List	   *args = (List *) PG_GETARG_POINTER(2);
+	int			varRelid = PG_GETARG_INT32(3);
+	VariableStatData vardata;
+	Node	   *other;
+	bool		varonleft;
+	bool		is_cap = get_opcode(operator) != InvalidOid &&
+		strcmp(get_opname(operator), "<@") == 0;
+	double		selec = is_cap ? GEO_DEFAULT_SEL_CAP : GEO_DEFAULT_SEL_REGION;
+
+	if (!get_restriction_variable(root, args, varRelid, &vardata, &other, &varonleft))
+		PG_RETURN_FLOAT8(selec);
+	if (is_cap && IsA(other, Const) && !((Const *) other)->constisnull)
+	{
+		ArcherCap  *cap = DatumGetArcherCapP(((Const *) other)->constvalue);
+		double		angle = Min(cap->radius / GEO_EARTH_RADIUS, M_PI);
+		double		fraction = (1.0 - cos(angle)) / 2.0;
+
+		selec = Min(1.0, fraction * GEO_CLUSTER_FACTOR + 1e-7);
+	}
+	ReleaseVariableStats(vardata);
+	PG_RETURN_FLOAT8(selec);
+}

@@ -1,0 +1,122 @@
+/*-------------------------------------------------------------------------
+ *
+ * geo_vacuum.c
+ *	  VACUUM for archer_geo: remove the entries of dead heap tuples.
+ *
+ * Leaves are visited in physical order, each under its exclusive lock;
+ * entries whose heap tuple is dead are squeezed out in one WAL record per
+ * page that changed.  Scans copy entries and hold no pin between pages, so
+ * no cleanup lock is needed: a heap slot freed here and reused later holds
+ * a tuple no running MVCC snapshot of an earlier scan can see.  Pages stay
+ * linked into the tree even when empty and are reused by later inserts in
+ * their key range.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "commands/vacuum.h"
+#include "miscadmin.h"
+
+#include "geo.h"
+
+IndexBulkDeleteResult *
+geo_bulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
+			   IndexBulkDeleteCallback callback, void *callback_state)
+{
+	Relation	index = info->index;
+	BlockNumber nblocks = RelationGetNumberOfBlocks(index);
+
+	if (stats == NULL)
+		stats = palloc0(sizeof(IndexBulkDeleteResult));
+	stats->num_index_tuples = 0;
+
+	for (BlockNumber blkno = ARCHER_META_BLKNO + 1; blkno < nblocks; blkno++)
+	{
+		Buffer		buf;
+		Page		page;
+		GeoLeafEntry *entries;
+		int			nentries;
+		int			nkept = 0;
+		GenericXLogState *state = NULL;
+
+		vacuum_delay_point();
+		buf = ReadBufferExtended(index, MAIN_FORKNUM, blkno, RBM_NORMAL, info->strategy);
+		LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
+		page = BufferGetPage(buf);
+		/* pages allocated but never initialized by a crashed split are unused */
+		if (PageIsNew(page))
+		{
+			UnlockReleaseBuffer(buf);
+			continue;
+		}
+		archer_check_page(index, page, blkno, ARCHER_GEO_PAGE_ID);
+		if (!(ArcherPageGetOpaque(page)->flags & ARCHER_PAGE_LEAF))
+		{
+			UnlockReleaseBuffer(buf);
+			continue;
+		}
+
+		entries = (GeoLeafEntry *) ArcherPageGetEntries(page);
+		nentries = archer_page_nentries(page, sizeof(GeoLeafEntry));
+		for (int i = 0; i < nentries; i++)
+		{
+			if (callback(&entries[i].tid, callback_state))
+			{
+				if (state == NULL)
+				{
+					state = GenericXLogStart(index);
+					page = GenericXLogRegisterBuffer(state, buf, 0);
+					entries = (GeoLeafEntry *) ArcherPageGetEntries(page);
+				}
+				stats->tuples_removed++;
+				continue;
+			}
+			entries[nkept++] = entries[i];
+		}
+		if (state != NULL)
+		{
+			archer_page_set_nentries(page, sizeof(GeoLeafEntry), nkept);
+			GenericXLogFinish(state);
+		}
+		stats->num_index_tuples += nkept;
+		UnlockReleaseBuffer(buf);
+	}
+	stats->num_pages = nblocks;
+	return stats;
+}
+
+IndexBulkDeleteResult *
+geo_vacuumcleanup(IndexVacuumInfo *info, IndexBulkDeleteResult *stats)
+{
+	Relation	index = info->index;
+
+	if (info->analyze_only)
+		return stats;
+	if (stats == NULL)
+	{
+		/* no bulkdelete pass ran: count the entries for the statistics */
+		BlockNumber nblocks = RelationGetNumberOfBlocks(index);
+
+		stats = palloc0(sizeof(IndexBulkDeleteResult));
+		for (BlockNumber blkno = ARCHER_META_BLKNO + 1; blkno < nblocks; blkno++)
+		{
+			Buffer		buf;
+			Page		page;
+
+			vacuum_delay_point();
+			buf = ReadBufferExtended(index, MAIN_FORKNUM, blkno, RBM_NORMAL, info->strategy);
+			LockBuffer(buf, BUFFER_LOCK_SHARE);
+			page = BufferGetPage(buf);
+			if (!PageIsNew(page))
+			{
+				archer_check_page(index, page, blkno, ARCHER_GEO_PAGE_ID);
+				if (ArcherPageGetOpaque(page)->flags & ARCHER_PAGE_LEAF)
+					stats->num_index_tuples += archer_page_nentries(page, sizeof(GeoLeafEntry));
+			}
+			UnlockReleaseBuffer(buf);
+		}
+		stats->num_pages = nblocks;
+	}
+	return stats;
+}

@@ -1,0 +1,253 @@
+/*-------------------------------------------------------------------------
+ *
+ * geo_verify.c
+ *	  archer_geo_verify(index): check every invariant of an archer_geo
+ *	  index and raise ERRCODE_INDEX_CORRUPTED naming the block on the first
+ *	  violation.
+ *
+ * Checked: the meta page; on every level, reached through the leftmost
+ * downlinks and right links: page header, page id, layout version, level,
+ * page kind, entry count, strict key order within and across pages, keys
+ * below the high key, high keys present exactly where right links are;
+ * finally that every row visible to a fresh snapshot has an entry with the
+ * cell id of its point.  Holds ShareLock on the table, so writers wait.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/table.h"
+#include "access/tableam.h"
+#include "catalog/index.h"
+#include "catalog/pg_am.h"
+#include "commands/defrem.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/snapmgr.h"
+
+#include "geo.h"
+
+PG_FUNCTION_INFO_V1(archer_geo_verify);
+
+typedef struct VerifyState
+{
+	Relation	index;
+	BlockNumber nblocks;
+	BlockNumber npages_seen;
+	GeoKey	   *keys;			/* every leaf key, in order */
+	int64		nkeys;
+	int64		maxkeys;
+	GeoColumnKind kind;
+	int64		nheap;
+} VerifyState;
+
+static void
+verify_fail(VerifyState *state, BlockNumber blkno, const char *detail)
+{
+	archer_corrupted(state->index, blkno, detail);
+}
+
+static void
+remember_key(VerifyState *state, uint64 cellid, ItemPointer tid)
+{
+	if (state->nkeys == state->maxkeys)
+	{
+		state->maxkeys = Max(1024, state->maxkeys * 2);
+		state->keys = state->keys ?
+			repalloc_huge(state->keys, sizeof(GeoKey) * state->maxkeys) :
+			palloc_extended(sizeof(GeoKey) * state->maxkeys, MCXT_ALLOC_HUGE);
+	}
+	state->keys[state->nkeys].cellid = cellid;
+	state->keys[state->nkeys].tid = *tid;
+	state->nkeys++;
+}
+
+/*
+ * Check one level, left to right, starting at blkno.  Returns the leftmost
+ * page of the level below (Invalid at the leaves).
+ */
+static BlockNumber
+verify_level(VerifyState *state, BlockNumber blkno, uint16 level)
+{
+	BlockNumber first_child = InvalidBlockNumber;
+	bool		have_prev = false;
+	GeoKey		prev = {0};
+	bool		prev_hikey_set = false;
+	GeoKey		prev_hikey = {0};
+
+	while (blkno != InvalidBlockNumber)
+	{
+		Buffer		buf;
+		Page		page;
+		ArcherPageOpaque opaque;
+		int			nentries;
+		Size		entry_size = level == 0 ? sizeof(GeoLeafEntry) : sizeof(GeoInternalEntry);
+		int			capacity = level == 0 ? GEO_LEAF_CAPACITY : GEO_INTERNAL_CAPACITY;
+
+		CHECK_FOR_INTERRUPTS();
+		if (++state->npages_seen > state->nblocks)
+			verify_fail(state, blkno, "The right links form a cycle.");
+		buf = archer_read_page(state->index, blkno, BUFFER_LOCK_SHARE, ARCHER_GEO_PAGE_ID);
+		page = BufferGetPage(buf);
+		opaque = ArcherPageGetOpaque(page);
+		if (opaque->level != level)
+			verify_fail(state, blkno, "The page's level does not match its place in the tree.");
+		if (!(opaque->flags & (level == 0 ? ARCHER_PAGE_LEAF : ARCHER_PAGE_INTERNAL)) ||
+			(opaque->flags & (ARCHER_PAGE_META | ARCHER_PAGE_DELETED)))
+			verify_fail(state, blkno, "The page kind does not match its level.");
+		if ((((PageHeader) page)->pd_lower - MAXALIGN(SizeOfPageHeaderData)) % entry_size != 0)
+			verify_fail(state, blkno, "The entry area is not a whole number of entries.");
+		nentries = archer_page_nentries(page, entry_size);
+		if (nentries > capacity || (level > 0 && nentries == 0))
+			verify_fail(state, blkno, "The page holds an impossible number of entries.");
+		if (prev_hikey_set && nentries > 0)
+		{
+			uint64		cellid;
+			ItemPointerData tid;
+
+			memcpy(&cellid, ArcherPageGetEntries(page), sizeof(uint64));
+			memcpy(&tid, ArcherPageGetEntries(page) + sizeof(uint64), sizeof(ItemPointerData));
+			if (geo_key_cmp(cellid, &tid, prev_hikey.cellid, &prev_hikey.tid) < 0)
+				verify_fail(state, blkno, "A key is below the high key of the left sibling.");
+		}
+
+		for (int i = 0; i < nentries; i++)
+		{
+			char	   *entry = ArcherPageGetEntries(page) + i * entry_size;
+			GeoKey		key;
+
+			memcpy(&key.cellid, entry, sizeof(uint64));
+			memcpy(&key.tid, entry + sizeof(uint64), sizeof(ItemPointerData));
+			/* the first downlink of a level's leftmost page stands for minus infinity */
+			if (have_prev && !(level > 0 && i == 0 && !prev_hikey_set) &&
+				geo_key_cmp(key.cellid, &key.tid, prev.cellid, &prev.tid) <= 0)
+				verify_fail(state, blkno, "Keys are out of order.");
+			if ((opaque->flags & ARCHER_PAGE_HAS_HIKEY) &&
+				geo_key_cmp(key.cellid, &key.tid, opaque->hikey_cellid, &opaque->hikey_tid) >= 0)
+				verify_fail(state, blkno, "A key is not below the page's high key.");
+			if (level == 0)
+			{
+				if (key.cellid != GEO_NULL_CELLID &&
+					(!s2_cellid_is_valid(key.cellid) || s2_cellid_level(key.cellid) != S2_MAX_LEVEL))
+					verify_fail(state, blkno, "A leaf entry holds an invalid cell id.");
+				if (!ItemPointerIsValid(&key.tid))
+					verify_fail(state, blkno, "A leaf entry holds an invalid heap pointer.");
+				remember_key(state, key.cellid, &key.tid);
+			}
+			else
+			{
+				BlockNumber child = ((GeoInternalEntry *) entry)->child;
+
+				if (child == ARCHER_META_BLKNO || child >= state->nblocks)
+					verify_fail(state, blkno, "A downlink points outside the index.");
+				if (first_child == InvalidBlockNumber)
+					first_child = child;
+			}
+			prev = key;
+			have_prev = true;
+		}
+
+		prev_hikey_set = (opaque->flags & ARCHER_PAGE_HAS_HIKEY) != 0;
+		prev_hikey.cellid = opaque->hikey_cellid;
+		prev_hikey.tid = opaque->hikey_tid;
+		if (prev_hikey_set != (opaque->rightlink != InvalidBlockNumber))
+			verify_fail(state, blkno, "The high key and the right link disagree.");
+		blkno = opaque->rightlink;
+		UnlockReleaseBuffer(buf);
+	}
+	return first_child;
+}
+
+static int
+key_search(VerifyState *state, uint64 cellid, ItemPointer tid)
+{
+	int64		lo = 0;
+	int64		hi = state->nkeys - 1;
+
+	while (lo <= hi)
+	{
+		int64		mid = (lo + hi) / 2;
+		int			cmp = geo_key_cmp(state->keys[mid].cellid, &state->keys[mid].tid, cellid, tid);
+
+		if (cmp == 0)
+			return 1;
+		if (cmp < 0)
+			lo = mid + 1;
+		else
+			hi = mid - 1;
+	}
+	return 0;
+}
+
+static void
+verify_heap_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
+					 bool tupleIsAlive, void *arg)
+{
+	VerifyState *state = (VerifyState *) arg;
+	uint64		cellid = geo_value_cellid(state->kind, values[0], isnull[0]);
+
+	state->nheap++;
+	if (!key_search(state, cellid, tid))
+		ereport(ERROR,
+				(errcode(ERRCODE_INDEX_CORRUPTED),
+				 errmsg("index \"%s\" has no entry for the row at (%u,%u)",
+						RelationGetRelationName(index),
+						ItemPointerGetBlockNumber(tid), ItemPointerGetOffsetNumber(tid)),
+				 errhint("Please REINDEX it.")));
+}
+
+Datum
+archer_geo_verify(PG_FUNCTION_ARGS)
+{
+	Oid			indexoid = PG_GETARG_OID(0);
+	Oid			heapoid = IndexGetRelation(indexoid, false);
+	Relation	heap;
+	Relation	index;
+	VerifyState state = {0};
+	BlockNumber blkno;
+	uint16		level;
+	IndexInfo  *indexInfo;
+	Snapshot	snapshot;
+	TableScanDesc scan;
+
+	heap = table_open(heapoid, ShareLock);
+	index = index_open(indexoid, ShareLock);
+	if (index->rd_rel->relam != get_index_am_oid("archer_geo", false))
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is not an archer_geo index", RelationGetRelationName(index))));
+	if (!pg_class_ownercheck(indexoid, GetUserId()))
+		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_INDEX, RelationGetRelationName(index));
+
+	state.index = index;
+	state.nblocks = RelationGetNumberOfBlocks(index);
+	state.kind = geo_column_kind(index);
+	geo_read_meta(index, &blkno, &level);
+	if (blkno == ARCHER_META_BLKNO || blkno >= state.nblocks)
+		verify_fail(&state, ARCHER_META_BLKNO, "The root pointer is invalid.");
+
+	for (;;)
+	{
+		BlockNumber below = verify_level(&state, blkno, level);
+
+		if (level == 0)
+			break;
+		if (below == InvalidBlockNumber)
+			verify_fail(&state, blkno, "An internal level has no downlinks.");
+		blkno = below;
+		level--;
+	}
+
+	indexInfo = BuildIndexInfo(index);
+	snapshot = RegisterSnapshot(GetTransactionSnapshot());
+	scan = table_beginscan_strat(heap, snapshot, 0, NULL, true, true);
+	table_index_build_scan(heap, index, indexInfo, true, false,
+						   verify_heap_callback, &state, scan);
+	UnregisterSnapshot(snapshot);
+
+	index_close(index, ShareLock);
+	table_close(heap, ShareLock);
+	PG_RETURN_INT64(state.nkeys);
+}

@@ -1,0 +1,82 @@
+/*-------------------------------------------------------------------------
+ *
+ * s2cell.h
+ *	  S2 cell geometry for archer: points on the unit sphere, 64-bit cell ids
+ *	  (cube face + Hilbert position), and the distance bounds the geo index
+ *	  needs to decide inclusion from cell geometry.
+ *
+ * Cell ids follow Google's S2 library bit for bit (face in the top 3 bits,
+ * then 2 bits per level along the Hilbert curve, then a trailing 1 bit), so
+ * that the test-only oracle in test/s2oracle can compare them with libs2.
+ * Points are mapped with S2's quadratic projection.
+ *
+ * Nothing here touches PostgreSQL state: it is plain C so the oracle program
+ * can link it without a server.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef ARCHER_S2CELL_H
+#define ARCHER_S2CELL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define S2_MAX_LEVEL 30
+#define S2_NUM_FACES 6
+
+/* A cell id; 0 is never a valid id */
+typedef uint64_t S2CellId;
+
+/* A point on (or, for intermediate values, near) the unit sphere */
+typedef struct S2Point
+{
+	double		x;
+	double		y;
+	double		z;
+} S2Point;
+
+/* Latitude/longitude rectangle in degrees; lng_lo > lng_hi means it wraps */
+typedef struct S2LatLngRect
+{
+	double		lat_lo;
+	double		lat_hi;
+	double		lng_lo;
+	double		lng_hi;
+} S2LatLngRect;
+
+/* Points and coordinates (degrees in, degrees out) */
+extern S2Point s2_point_from_latlng(double lat_deg, double lng_deg);
+extern void s2_latlng_from_point(S2Point p, double *lat_deg, double *lng_deg);
+extern S2Point s2_point_normalize(S2Point p);
+extern double s2_point_dot(S2Point a, S2Point b);
+extern S2Point s2_point_cross(S2Point a, S2Point b);
+/* angle between two unit vectors, radians, accurate for tiny angles too */
+extern double s2_point_angle(S2Point a, S2Point b);
+
+/* Cell ids */
+extern S2CellId s2_cellid_from_point(S2Point p);	/* leaf (level 30) */
+extern S2CellId s2_cellid_from_face(int face);	/* level 0 */
+extern int	s2_cellid_face(S2CellId id);
+extern int	s2_cellid_level(S2CellId id);
+extern bool s2_cellid_is_valid(S2CellId id);
+extern S2CellId s2_cellid_parent(S2CellId id, int level);
+extern S2CellId s2_cellid_child(S2CellId id, int position);	/* 0..3, Hilbert order */
+extern S2CellId s2_cellid_range_min(S2CellId id);	/* smallest leaf id inside */
+extern S2CellId s2_cellid_range_max(S2CellId id);	/* largest leaf id inside */
+extern bool s2_cellid_contains(S2CellId cell, S2CellId other);
+/* center of the cell, unit length */
+extern S2Point s2_cellid_to_point(S2CellId id);
+
+/* Cell geometry */
+extern void s2_cell_vertices(S2CellId id, S2Point vertices[4]);	/* CCW, unit length */
+/* min angle (radians) from p to any point of the cell; 0 when p is inside */
+extern double s2_cell_min_angle(S2CellId id, S2Point p);
+/* max angle (radians) from p to any point of the cell */
+extern double s2_cell_max_angle(S2CellId id, S2Point p);
+/* conservative lat/lng bound of the cell, degrees (never smaller than the cell) */
+extern S2LatLngRect s2_cell_rect_bound(S2CellId id);
+/* upper bound on the angle (radians) from the center of any cell at this
+ * level to any point of that cell */
+extern double s2_level_max_radius(int level);
+
+#endif							/* ARCHER_S2CELL_H */

@@ -1,0 +1,147 @@
+/*-------------------------------------------------------------------------
+ *
+ * storage.c
+ *	  Page helpers shared by archer's access methods: initialization,
+ *	  validation of every page read, allocation of new pages, and WAL-logging
+ *	  of freshly built indexes.  See storage.h for the page layout.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xloginsert.h"
+#include "miscadmin.h"
+#include "storage/indexfsm.h"
+#include "storage/lmgr.h"
+#include "utils/rel.h"
+
+#include "storage.h"
+
+void
+archer_page_init(Page page, uint16 page_id, uint8 flags, uint16 level)
+{
+	ArcherPageOpaque opaque;
+
+	PageInit(page, BLCKSZ, sizeof(ArcherPageOpaqueData));
+	opaque = ArcherPageGetOpaque(page);
+	memset(opaque, 0, sizeof(ArcherPageOpaqueData));
+	opaque->rightlink = InvalidBlockNumber;
+	opaque->flags = flags;
+	opaque->level = level;
+	opaque->version = ARCHER_PAGE_VERSION;
+	opaque->page_id = page_id;
+	/* pd_lower starts at the entry array, which begins MAXALIGNed */
+	((PageHeader) page)->pd_lower = MAXALIGN(SizeOfPageHeaderData);
+}
+
+int
+archer_page_nentries(Page page, Size entry_size)
+{
+	return (((PageHeader) page)->pd_lower - MAXALIGN(SizeOfPageHeaderData)) / entry_size;
+}
+
+void
+archer_page_set_nentries(Page page, Size entry_size, int nentries)
+{
+	((PageHeader) page)->pd_lower = MAXALIGN(SizeOfPageHeaderData) + nentries * entry_size;
+}
+
+void
+archer_corrupted(Relation index, BlockNumber blkno, const char *detail)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_INDEX_CORRUPTED),
+			 errmsg("index \"%s\" contains a corrupted page at block %u",
+					RelationGetRelationName(index), blkno),
+			 errdetail("%s", detail),
+			 errhint("Please REINDEX it.")));
+}
+
+/*
+ * Check the parts of a page every reader relies on, so that a damaged page
+ * raises an error instead of sending a scan out of bounds.
+ */
+void
+archer_check_page(Relation index, Page page, BlockNumber blkno, uint16 page_id)
+{
+	PageHeader	header = (PageHeader) page;
+	ArcherPageOpaque opaque;
+
+	if (PageIsNew(page))
+		archer_corrupted(index, blkno, "The page is uninitialized.");
+	if (header->pd_special != BLCKSZ - MAXALIGN(sizeof(ArcherPageOpaqueData)) ||
+		header->pd_lower < MAXALIGN(SizeOfPageHeaderData) ||
+		header->pd_lower > header->pd_upper ||
+		header->pd_upper > header->pd_special)
+		archer_corrupted(index, blkno, "The page header is invalid.");
+	opaque = ArcherPageGetOpaque(page);
+	if (opaque->page_id != page_id)
+		archer_corrupted(index, blkno, "The page id does not belong to this access method.");
+	if (opaque->version != ARCHER_PAGE_VERSION)
+		archer_corrupted(index, blkno, "The page layout version is unknown.");
+}
+
+/* Read, lock and validate one page */
+Buffer
+archer_read_page(Relation index, BlockNumber blkno, int lockmode, uint16 page_id)
+{
+	Buffer		buf;
+
+	if (blkno == InvalidBlockNumber ||
+		blkno >= RelationGetNumberOfBlocks(index))
+		archer_corrupted(index, blkno, "A link points past the end of the index.");
+	buf = ReadBuffer(index, blkno);
+	LockBuffer(buf, lockmode);
+	archer_check_page(index, BufferGetPage(buf), blkno, page_id);
+	return buf;
+}
+
+/*
+ * A new page, exclusively locked: a page VACUUM freed if the free space map
+ * has one, else a new block at the end.  The caller initializes it and
+ * registers it with GENERIC_XLOG_FULL_IMAGE.
+ */
+Buffer
+archer_new_buffer(Relation index)
+{
+	Buffer		buf;
+	bool		needlock;
+
+	for (;;)
+	{
+		BlockNumber blkno = GetFreeIndexPage(index);
+
+		if (blkno == InvalidBlockNumber)
+			break;
+		buf = ReadBuffer(index, blkno);
+		/* someone else may be using it; skip rather than wait */
+		if (ConditionalLockBuffer(buf))
+		{
+			Page		page = BufferGetPage(buf);
+
+			if (PageIsNew(page) ||
+				(ArcherPageGetOpaque(page)->flags & ARCHER_PAGE_DELETED))
+				return buf;
+			LockBuffer(buf, BUFFER_LOCK_UNLOCK);
+		}
+		ReleaseBuffer(buf);
+	}
+
+	needlock = !RELATION_IS_LOCAL(index);
+	if (needlock)
+		LockRelationForExtension(index, ExclusiveLock);
+	buf = ReadBuffer(index, P_NEW);
+	LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
+	if (needlock)
+		UnlockRelationForExtension(index, ExclusiveLock);
+	return buf;
+}
+
+/* WAL-log every page of an index built without WAL */
+void
+archer_log_all_pages(Relation index)
+{
+	if (RelationNeedsWAL(index))
+		log_newpage_range(index, MAIN_FORKNUM, 0,
+						  RelationGetNumberOfBlocks(index), true);
+}

@@ -1,0 +1,107 @@
+/*-------------------------------------------------------------------------
+ *
+ * storage.h
+ *	  The page layer shared by archer's access methods.
+ *
+ * Page layout (every archer page, any access method):
+ *
+ *	+----------------+----------------------------+------+---------------+
+ *	| PageHeaderData | fixed-size entries ...    -> | hole | ArcherPageOpaque |
+ *	+----------------+----------------------------+------+---------------+
+ *
+ * Entries are a dense array of fixed-size structs right after the page
+ * header; pd_lower points just past the last one, so the entry count is
+ * derived from pd_lower and generic WAL redo can skip the hole.  The special
+ * space ends with a 16-bit page id (pg_filedump style) and a layout version,
+ * checked on every read: a page that fails the check raises
+ * ERRCODE_INDEX_CORRUPTED naming the index and block, never a crash.
+ *
+ * Block 0 is the meta page.  Its content starts with ArcherMetaCommon
+ * (magic, version, access method kind) followed by the access method's own
+ * fields.
+ *
+ * Every change to a page goes through GenericXLog (see archer_xlog_*),
+ * except during an index build, which writes pages without WAL and then
+ * logs them all with log_newpage_range().
+ *
+ * Locking: callers take buffer content locks; these helpers never lock or
+ * unlock on their own except archer_read_page / archer_new_buffer, which
+ * return the buffer locked in the requested mode.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef ARCHER_STORAGE_H
+#define ARCHER_STORAGE_H
+
+#include "postgres.h"
+
+#include "access/generic_xlog.h"
+#include "storage/bufmgr.h"
+#include "storage/bufpage.h"
+#include "storage/itemptr.h"
+#include "utils/rel.h"
+
+#define ARCHER_META_BLKNO		0
+#define ARCHER_MAGIC			0xA4C3E401
+#define ARCHER_PAGE_VERSION		1
+
+/* page ids, one per access method, in the last two bytes of every page */
+#define ARCHER_GEO_PAGE_ID		0xA7E0
+
+/* page flags */
+#define ARCHER_PAGE_META		0x01
+#define ARCHER_PAGE_LEAF		0x02
+#define ARCHER_PAGE_INTERNAL	0x04
+#define ARCHER_PAGE_DELETED		0x08
+#define ARCHER_PAGE_HAS_HIKEY	0x10	/* hikey fields are valid */
+
+/*
+ * Special space of every archer page.  The hikey (an exclusive upper bound
+ * of the keys on the page, used by the geo tree's Lehman-Yao move-right) is
+ * meaningful only with ARCHER_PAGE_HAS_HIKEY.
+ */
+typedef struct ArcherPageOpaqueData
+{
+	uint64		hikey_cellid;
+	ItemPointerData hikey_tid;
+	uint16		level;			/* 0 for leaves */
+	BlockNumber rightlink;		/* next page at this level, or Invalid */
+	uint8		flags;
+	uint8		version;		/* ARCHER_PAGE_VERSION */
+	uint16		page_id;		/* ARCHER_*_PAGE_ID */
+} ArcherPageOpaqueData;
+
+typedef ArcherPageOpaqueData *ArcherPageOpaque;
+
+#define ArcherPageGetOpaque(page) \
+	((ArcherPageOpaque) PageGetSpecialPointer(page))
+
+/* The part of the meta page every archer access method shares */
+typedef struct ArcherMetaCommon
+{
+	uint32		magic;			/* ARCHER_MAGIC */
+	uint32		version;		/* ARCHER_PAGE_VERSION */
+	uint16		page_id;		/* which access method owns the index */
+	uint16		reserved;
+} ArcherMetaCommon;
+
+/* Space for entries on one page */
+#define ARCHER_PAGE_CAPACITY_BYTES \
+	(BLCKSZ - MAXALIGN(SizeOfPageHeaderData) - MAXALIGN(sizeof(ArcherPageOpaqueData)))
+
+#define ArcherPageGetEntries(page) \
+	((char *) (page) + MAXALIGN(SizeOfPageHeaderData))
+
+extern void archer_page_init(Page page, uint16 page_id, uint8 flags, uint16 level);
+extern int	archer_page_nentries(Page page, Size entry_size);
+extern void archer_page_set_nentries(Page page, Size entry_size, int nentries);
+extern void archer_check_page(Relation index, Page page, BlockNumber blkno,
+							  uint16 page_id);
+extern Buffer archer_read_page(Relation index, BlockNumber blkno, int lockmode,
+							   uint16 page_id);
+extern Buffer archer_new_buffer(Relation index);
+extern void archer_corrupted(Relation index, BlockNumber blkno,
+							 const char *detail) pg_attribute_noreturn();
+extern void archer_log_all_pages(Relation index);
+
+#endif							/* ARCHER_STORAGE_H */
