@@ -241,7 +241,11 @@ read_range_page(Relation index, uint64 lo, uint64 hi, BlockNumber *blkno,
 
 /* ---- condition scans ---- */
 
-/* Refill the candidates from the next leaf page of the covering; false at the end */
+/*
+ * Refill the candidates from the next leaf page of the covering of keys[0];
+ * false at the end.  A scan without conditions reads every entry, NULL and
+ * empty points included.
+ */
 static bool
 next_condition_batch(IndexScanDesc scan)
 {
@@ -253,20 +257,26 @@ next_condition_batch(IndexScanDesc scan)
 	so->cand_pos = 0;
 	while (so->ncands == 0)
 	{
-		S2CellId	cell;
+		uint64		lo = 0;
+		uint64		hi = UINT64_MAX;
 		int			nentries;
 
-		if (so->cur_cell >= first->ncells)
+		if (so->nkeys > 0)
+		{
+			if (so->cur_cell >= first->ncells)
+				return false;
+			lo = s2_cellid_range_min(first->cells[so->cur_cell].cellid);
+			hi = s2_cellid_range_max(first->cells[so->cur_cell].cellid);
+		}
+		else if (so->cur_cell > 0)
 			return false;
 		CHECK_FOR_INTERRUPTS();
-		cell = first->cells[so->cur_cell].cellid;
-		nentries = read_range_page(scan->indexRelation, s2_cellid_range_min(cell),
-								   s2_cellid_range_max(cell), &so->next_blkno, entries);
+		nentries = read_range_page(scan->indexRelation, lo, hi, &so->next_blkno, entries);
 		for (int i = 0; i < nentries; i++)
 		{
 			bool		recheck;
 
-			if (entries[i].cellid < s2_cellid_range_min(cell))
+			if (entries[i].cellid < lo)
 				continue;
 			if (entry_matches(so, so->cur_cell, entries[i].cellid, &recheck))
 				add_candidate(so, &entries[i].tid, recheck, 0);

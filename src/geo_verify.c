@@ -20,6 +20,7 @@
 #include "access/tableam.h"
 #include "catalog/index.h"
 #include "catalog/pg_am.h"
+#include "catalog/pg_class.h"
 #include "commands/defrem.h"
 #include "miscadmin.h"
 #include "utils/acl.h"
@@ -202,7 +203,7 @@ Datum
 archer_geo_verify(PG_FUNCTION_ARGS)
 {
 	Oid			indexoid = PG_GETARG_OID(0);
-	Oid			heapoid = IndexGetRelation(indexoid, false);
+	Oid			heapoid;
 	Relation	heap;
 	Relation	index;
 	VerifyState state = {0};
@@ -212,6 +213,11 @@ archer_geo_verify(PG_FUNCTION_ARGS)
 	Snapshot	snapshot;
 	TableScanDesc scan;
 
+	if (get_rel_relkind(indexoid) != RELKIND_INDEX)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is not an index", get_rel_name(indexoid) ? get_rel_name(indexoid) : "?")));
+	heapoid = IndexGetRelation(indexoid, false);
 	heap = table_open(heapoid, ShareLock);
 	index = index_open(indexoid, ShareLock);
 	if (index->rd_rel->relam != get_index_am_oid("archer_geo", false))

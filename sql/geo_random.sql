@@ -1,0 +1,130 @@
+-- Seeded randomized comparison of index and exact predicate: random caps
+-- and random star-shaped polygons anywhere on the globe (poles and the
+-- antimeridian included), on point, geography and geometry columns.
+SELECT setseed(0.1234);
+
+-- a smaller PostGIS table keeps the exact spheroid seq scans quick
+CREATE TABLE geo_rand_postgis AS
+    SELECT id, geog, geom FROM geo_postgis WHERE id % 5 = 0 OR id > 20000;
+CREATE INDEX ON geo_rand_postgis USING archer_geo (geog);
+CREATE INDEX ON geo_rand_postgis USING archer_geo (geom);
+ANALYZE geo_rand_postgis;
+
+-- random centers: uniform on the sphere, or near a pole or the antimeridian
+CREATE FUNCTION rand_center(OUT lng float8, OUT lat float8) LANGUAGE plpgsql AS $$
+DECLARE
+    kind float8 := random();
+BEGIN
+    lng := random() * 360 - 180;
+    lat := degrees(asin(random() * 2 - 1));
+    IF kind < 0.15 THEN
+        lat := (CASE WHEN random() < 0.5 THEN 1 ELSE -1 END) * (90 - random() * 2);
+    ELSIF kind < 0.3 THEN
+        lng := (CASE WHEN random() < 0.5 THEN 180 ELSE -180 END) - sign(random() - 0.5) * random();
+        lng := greatest(-180, least(180, lng));
+    END IF;
+END $$;
+
+-- a star-shaped ring around a center: nvert vertices at random radii
+CREATE FUNCTION rand_ring(clng float8, clat float8, maxdeg float8, nvert int)
+RETURNS float8[] LANGUAGE plpgsql AS $$
+DECLARE
+    ring float8[] := '{}';
+    angle float8;
+    r float8;
+BEGIN
+    FOR i IN 0 .. nvert - 1 LOOP
+        angle := 2 * pi() * i / nvert;
+        r := maxdeg * (0.3 + 0.7 * random());
+        ring := ring || ARRAY[greatest(-180, least(180, clng + r * cos(angle))),
+                              greatest(-89.9, least(89.9, clat + r * sin(angle)))];
+    END LOOP;
+    RETURN ring;
+END $$;
+
+CREATE FUNCTION ring_wkt(ring float8[]) RETURNS text LANGUAGE sql AS $$
+    SELECT 'SRID=4326;POLYGON((' ||
+           string_agg(ring[2 * i + 1] || ' ' || ring[2 * i + 2], ',' ORDER BY i) ||
+           ',' || ring[1] || ' ' || ring[2] || '))'
+    FROM generate_series(0, cardinality(ring) / 2 - 1) i
+$$;
+
+CREATE FUNCTION ring_polygon(ring float8[]) RETURNS text LANGUAGE sql AS $$
+    SELECT '(' || string_agg('(' || ring[2 * i + 1] || ',' || ring[2 * i + 2] || ')', ',' ORDER BY i) || ')'
+    FROM generate_series(0, cardinality(ring) / 2 - 1) i
+$$;
+
+CREATE TABLE geo_rand_failures (what text, query text, n_rows bigint, mismatches bigint, used_index boolean);
+
+DO $$
+DECLARE
+    c record;
+    meters float8;
+    q text;
+    r record;
+    ring float8[];
+BEGIN
+    FOR i IN 1 .. 150 LOOP
+        SELECT * INTO c FROM rand_center();
+        meters := exp(random() * ln(2.01e7));
+        q := format('SELECT id FROM geo_points WHERE archer_dwithin(p, point(%s, %s), %s)', c.lng, c.lat, meters);
+        SELECT * INTO r FROM index_vs_seq(q);
+        IF r.mismatches <> 0 OR NOT r.used_index THEN
+            INSERT INTO geo_rand_failures VALUES ('point cap', q, r.n_rows, r.mismatches, r.used_index);
+        END IF;
+        q := format('SELECT p <-> point(%s, %s) AS dist FROM geo_points ORDER BY p <-> point(%s, %s) LIMIT %s',
+                    c.lng, c.lat, c.lng, c.lat, 1 + (random() * 200)::int);
+        SELECT * INTO r FROM knn_vs_seq(q);
+        IF NOT r.same_order OR NOT r.used_index THEN
+            INSERT INTO geo_rand_failures VALUES ('point knn', q, r.n_rows, NULL, r.used_index);
+        END IF;
+    END LOOP;
+
+    FOR i IN 1 .. 40 LOOP
+        SELECT * INTO c FROM rand_center();
+        meters := exp(random() * ln(2.01e7));
+        q := format('SELECT id FROM geo_rand_postgis WHERE archer_dwithin(geog, ''SRID=4326;POINT(%s %s)''::geography, %s, %L)',
+                    c.lng, c.lat, meters, random() < 0.7);
+        SELECT * INTO r FROM index_vs_seq(q);
+        IF r.mismatches <> 0 OR NOT r.used_index THEN
+            INSERT INTO geo_rand_failures VALUES ('geography cap', q, r.n_rows, r.mismatches, r.used_index);
+        END IF;
+        q := format('SELECT geog <-> ''SRID=4326;POINT(%s %s)''::geography AS dist FROM geo_rand_postgis ORDER BY geog <-> ''SRID=4326;POINT(%s %s)''::geography LIMIT %s',
+                    c.lng, c.lat, c.lng, c.lat, 1 + (random() * 100)::int);
+        SELECT * INTO r FROM knn_vs_seq(q);
+        IF NOT r.same_order OR NOT r.used_index THEN
+            INSERT INTO geo_rand_failures VALUES ('geography knn', q, r.n_rows, NULL, r.used_index);
+        END IF;
+        q := format('SELECT geom <-> ''SRID=4326;POINT(%s %s)''::geometry AS dist FROM geo_rand_postgis ORDER BY geom <-> ''SRID=4326;POINT(%s %s)''::geometry LIMIT %s',
+                    c.lng, c.lat, c.lng, c.lat, 1 + (random() * 100)::int);
+        SELECT * INTO r FROM knn_vs_seq(q);
+        IF NOT r.same_order OR NOT r.used_index THEN
+            INSERT INTO geo_rand_failures VALUES ('geometry knn', q, r.n_rows, NULL, r.used_index);
+        END IF;
+    END LOOP;
+
+    FOR i IN 1 .. 40 LOOP
+        SELECT * INTO c FROM rand_center();
+        ring := rand_ring(c.lng, c.lat, exp(random() * ln(40.0)) * 0.5, 5 + (random() * 20)::int);
+        q := format('SELECT id FROM geo_points WHERE archer_within(p, %L::polygon)', ring_polygon(ring));
+        SELECT * INTO r FROM index_vs_seq(q);
+        IF r.mismatches <> 0 OR NOT r.used_index THEN
+            INSERT INTO geo_rand_failures VALUES ('point polygon', q, r.n_rows, r.mismatches, r.used_index);
+        END IF;
+        CONTINUE WHEN NOT ST_IsValid(ring_wkt(ring)::geometry);
+        q := format('SELECT id FROM geo_rand_postgis WHERE archer_within(geom, %L::geometry)', ring_wkt(ring));
+        SELECT * INTO r FROM index_vs_seq(q);
+        IF r.mismatches <> 0 OR NOT r.used_index THEN
+            INSERT INTO geo_rand_failures VALUES ('geometry polygon', q, r.n_rows, r.mismatches, r.used_index);
+        END IF;
+        q := format('SELECT id FROM geo_rand_postgis WHERE archer_within(geog, %L::geography)', ring_wkt(ring));
+        SELECT * INTO r FROM index_vs_seq(q);
+        IF r.mismatches <> 0 OR NOT r.used_index THEN
+            INSERT INTO geo_rand_failures VALUES ('geography polygon', q, r.n_rows, r.mismatches, r.used_index);
+        END IF;
+    END LOOP;
+END $$;
+
+SELECT what, count(*) AS failures FROM geo_rand_failures GROUP BY what ORDER BY what;
+SELECT * FROM geo_rand_failures LIMIT 5;
+DROP TABLE geo_rand_postgis, geo_rand_failures;

@@ -1,0 +1,976 @@
+/*-------------------------------------------------------------------------
+ *
+ * s2cell.c
+ *	  S2 cell geometry for archer (see s2cell.h).
+ *
+ * Coordinate systems, following the S2 design:
+ *
+ *	xyz		a direction in 3-space (points on the unit sphere)
+ *	(face, u, v)	the cube face the point projects to, and the gnomonic
+ *			coordinates on that face, each in [-1, 1]
+ *	(face, s, t)	u and v passed through the quadratic projection so that
+ *			cells have roughly equal areas, each in [0, 1]
+ *	(face, i, j)	s and t scaled to leaf-cell integer coordinates in
+ *			[0, 2^30 - 1]
+ *	cell id		face in the top 3 bits, then the Hilbert-curve position of
+ *			the leaf (2 bits per level, 30 levels), then a trailing 1
+ *			bit; a cell at level L keeps the first L position digits,
+ *			then a 1 bit, then zeros
+ *
+ * The conversion between (i, j) and the Hilbert position is done four levels
+ * at a time with two 1024-entry lookup tables, built on first use.
+ *
+ * Cell geometry is set up in the cell face's own (u, v, w) frame, where the
+ * cell is the cone { t : t.w > 0, u0 <= t.u/t.w <= u1, v0 <= t.v/t.w <= v1 }
+ * and its edge-plane normals are exact functions of u0, u1, v0, v1.  The
+ * distance and bound routines only use sign tests and atan2 of cross/dot
+ * products, which are invariant under positive scaling, so cell vertices
+ * never need to be normalized for them.
+ *
+ * Plain C99 with no PostgreSQL dependencies: the test oracle in
+ * test/s2oracle links this file directly.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "s2cell.h"
+
+/*
+ * Cell ids must match S2 bit for bit, including points that land exactly on
+ * a leaf boundary, so expressions like 2^30 * s - 0.5 must be rounded step by
+ * step and not fused into FMAs (which gcc does by default on e.g. aarch64).
+ * libs2 turns contraction off the same way.
+ */
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#elif defined(__GNUC__)
+#pragma GCC optimize("fp-contract=off")
+#endif
+
+#ifndef M_PI
+#define M_PI 3.14159265358979323846
+#endif
+
+/* number of leaf cells along one edge of a face */
+#define S2_LIM_IJ		(1 << S2_MAX_LEVEL)
+/* the (si, ti) grid has twice the resolution of (i, j) */
+#define S2_MAX_SITI		(UINT64_C(1) << (S2_MAX_LEVEL + 1))
+
+/* Hilbert curve orientation bits */
+#define S2_SWAP_MASK	1		/* i and j exchanged */
+#define S2_INVERT_MASK	2		/* traversal direction reversed */
+
+/* levels handled per lookup step */
+#define S2_LOOKUP_BITS	4
+
+/*
+ * Absolute slack applied to computed angles so the distance bounds stay
+ * conservative.  The angles come from atan2 of dot/cross products whose
+ * rounding error is a few units in the last place of 1, i.e. a few times
+ * 1e-16 radians regardless of the angle's size; 1e-14 rad (well under a
+ * micrometre on the Earth) covers that with a wide margin.
+ */
+#define S2_ANGLE_EPS	1e-14
+
+/* padding of the lat/lng rectangle bound, degrees */
+#define S2_RECT_EPS_DEG 1e-9
+
+#define RAD_TO_DEG		(180.0 / M_PI)
+#define DEG_TO_RAD		(M_PI / 180.0)
+
+/*
+ * The Hilbert curve's base pattern.  For a cell with orientation o, the
+ * child at curve position p (0..3) lies in quadrant pos_to_ij[o][p], where a
+ * quadrant is encoded as (i_bit << 1) | j_bit.  A child's orientation is its parent's XOR pos_to_orientation[p]: the first
+ * child is traversed with i and j swapped, the last one swapped and reversed.
+ */
+static const int pos_to_ij[4][4] = {
+	{0, 1, 3, 2},				/* canonical:  (0,0) (0,1) (1,1) (1,0) */
+	{0, 2, 3, 1},				/* swapped:    (0,0) (1,0) (1,1) (0,1) */
+	{3, 2, 0, 1},				/* inverted:   (1,1) (1,0) (0,0) (0,1) */
+	{3, 1, 0, 2},				/* both:       (1,1) (0,1) (0,0) (1,0) */
+};
+
+static const int pos_to_orientation[4] = {
+	S2_SWAP_MASK, 0, 0, S2_SWAP_MASK | S2_INVERT_MASK
+};
+
+/*
+ * lookup_pos[(i4 << 6) | (j4 << 2) | orientation] = (pos8 << 2) | orientation'
+ * lookup_ij[(pos8 << 2) | orientation] = (i4 << 6) | (j4 << 2) | orientation'
+ * where i4, j4 are 4 bits of i and j, pos8 the matching 8 bits of Hilbert
+ * position, and orientation' the orientation after those four levels.
+ */
+static uint16_t lookup_pos[1 << (2 * S2_LOOKUP_BITS + 2)];
+static uint16_t lookup_ij[1 << (2 * S2_LOOKUP_BITS + 2)];
+static bool lookup_ready = false;
+
+static void init_lookup_cell(int level, int i, int j, int orig_orientation,
+							 int pos, int orientation);
+static void init_lookup(void);
+
+
+/* ------------------------------------------------------------------------
+ * Lookup tables
+ * ------------------------------------------------------------------------
+ */
+
+/*
+ * Walk the Hilbert curve S2_LOOKUP_BITS levels down from a cell entered with
+ * orig_orientation, recording for every sub-cell the (i, j) <-> position
+ * correspondence and the orientation in effect after it.
+ */
+static void
+init_lookup_cell(int level, int i, int j, int orig_orientation,
+				 int pos, int orientation)
+{
+	int			k;
+
+	if (level == S2_LOOKUP_BITS)
+	{
+		int			ij = (i << S2_LOOKUP_BITS) | j;
+
+		lookup_pos[(ij << 2) | orig_orientation] =
+			(uint16_t) ((pos << 2) | orientation);
+		lookup_ij[(pos << 2) | orig_orientation] =
+			(uint16_t) ((ij << 2) | orientation);
+		return;
+	}
+
+	for (k = 0; k < 4; k++)
+	{
+		int			q = pos_to_ij[orientation][k];
+
+		init_lookup_cell(level + 1,
+						 (i << 1) | (q >> 1),
+						 (j << 1) | (q & 1),
+						 orig_orientation,
+						 (pos << 2) | k,
+						 orientation ^ pos_to_orientation[k]);
+	}
+}
+
+static void
+init_lookup(void)
+{
+	int			o;
+
+	if (lookup_ready)
+		return;
+	for (o = 0; o < 4; o++)
+		init_lookup_cell(0, 0, 0, o, 0, o);
+	lookup_ready = true;
+}
+
+
+/* ------------------------------------------------------------------------
+ * Projections
+ * ------------------------------------------------------------------------
+ */
+
+/* quadratic projection, u in [-1,1] -> s in [0,1] */
+static inline double
+uv_to_st(double u)
+{
+	if (u >= 0)
+		return 0.5 * sqrt(1 + 3 * u);
+	else
+		return 1 - 0.5 * sqrt(1 - 3 * u);
+}
+
+/* inverse of uv_to_st */
+static inline double
+st_to_uv(double s)
+{
+	if (s >= 0.5)
+		return (1 / 3.) * (4 * s * s - 1);
+	else
+		return (1 / 3.) * (1 - 4 * (1 - s) * (1 - s));
+}
+
+/*
+ * s -> leaf coordinate: round(2^30 * s - 0.5) with ties to even (the
+ * default IEEE rounding S2 uses), clamped to [0, 2^30 - 1].  NaN maps to 0.
+ */
+static inline int
+st_to_ij(double s)
+{
+	double		x = (double) S2_LIM_IJ * s - 0.5;
+	int			k;
+	double		frac;
+
+	if (!(x > 0))
+		return 0;
+	if (x >= (double) (S2_LIM_IJ - 1))
+		return S2_LIM_IJ - 1;
+	/*
+	 * 0 < x < 2^30: truncation is floor, and x - k is exact.  Round up
+	 * above one half, and at exactly one half when k is odd; written
+	 * without branches since the outcome is unpredictable.
+	 */
+	k = (int) x;
+	frac = x - k;
+	k += (frac > 0.5) | ((frac == 0.5) & (k & 1));
+	return k;
+}
+
+/* lower edge of leaf coordinate i (or of any cell starting there), in s */
+static inline double
+ij_to_st_min(int i)
+{
+	return (1.0 / S2_LIM_IJ) * i;
+}
+
+/* face of a point: its largest component by absolute value, +3 if negative */
+static inline int
+xyz_to_face(S2Point p)
+{
+	double		ax = fabs(p.x);
+	double		ay = fabs(p.y);
+	double		az = fabs(p.z);
+	int			face;
+	double		c;
+
+	if (ax > ay)
+	{
+		if (ax > az)
+		{
+			face = 0;
+			c = p.x;
+		}
+		else
+		{
+			face = 2;
+			c = p.z;
+		}
+	}
+	else
+	{
+		if (ay > az)
+		{
+			face = 1;
+			c = p.y;
+		}
+		else
+		{
+			face = 2;
+			c = p.z;
+		}
+	}
+	if (c < 0)
+		face += 3;
+	return face;
+}
+
+/*
+ * Face-local frame.  Each face has axes (u, v, w): w is the outward face
+ * normal, and the point (u, v) of the face is w + u * uaxis + v * vaxis:
+ *
+ *	face 0: ( 1,  u,  v)	face 3: (-1, -v, -u)
+ *	face 1: (-u,  1,  v)	face 4: ( v, -1, -u)
+ *	face 2: (-u, -v,  1)	face 5: ( v,  u, -1)
+ *
+ * face_uvw_to_xyz maps face-frame components (t.x, t.y, t.z) = (u, v, w) to
+ * xyz, and xyz_to_uvw is its inverse.  Both are exact (signed permutations).
+ */
+static inline S2Point
+face_uvw_to_xyz(int face, S2Point t)
+{
+	S2Point		r;
+
+	switch (face)
+	{
+		case 0:
+			r.x = t.z;
+			r.y = t.x;
+			r.z = t.y;
+			break;
+		case 1:
+			r.x = -t.x;
+			r.y = t.z;
+			r.z = t.y;
+			break;
+		case 2:
+			r.x = -t.x;
+			r.y = -t.y;
+			r.z = t.z;
+			break;
+		case 3:
+			r.x = -t.z;
+			r.y = -t.y;
+			r.z = -t.x;
+			break;
+		case 4:
+			r.x = t.y;
+			r.y = -t.z;
+			r.z = -t.x;
+			break;
+		default:
+			r.x = t.y;
+			r.y = t.x;
+			r.z = -t.z;
+			break;
+	}
+	return r;
+}
+
+static inline S2Point
+face_uv_to_xyz(int face, double u, double v)
+{
+	S2Point		t;
+
+	t.x = u;
+	t.y = v;
+	t.z = 1;
+	return face_uvw_to_xyz(face, t);
+}
+
+static inline S2Point
+xyz_to_uvw(int face, S2Point p)
+{
+	S2Point		r;
+
+	switch (face)
+	{
+		case 0:
+			r.x = p.y;
+			r.y = p.z;
+			r.z = p.x;
+			break;
+		case 1:
+			r.x = -p.x;
+			r.y = p.z;
+			r.z = p.y;
+			break;
+		case 2:
+			r.x = -p.x;
+			r.y = -p.y;
+			r.z = p.z;
+			break;
+		case 3:
+			r.x = -p.z;
+			r.y = -p.y;
+			r.z = -p.x;
+			break;
+		case 4:
+			r.x = -p.z;
+			r.y = p.x;
+			r.z = -p.y;
+			break;
+		default:
+			r.x = p.y;
+			r.y = p.x;
+			r.z = -p.z;
+			break;
+	}
+	return r;
+}
+
+/* gnomonic coordinates of p on its own face (p.w is the largest component) */
+static inline void
+xyz_to_face_uv(int face, S2Point p, double *u, double *v)
+{
+	S2Point		t = xyz_to_uvw(face, p);
+
+	*u = t.x / t.z;
+	*v = t.y / t.z;
+}
+
+
+/* ------------------------------------------------------------------------
+ * Vector helpers
+ * ------------------------------------------------------------------------
+ */
+
+double
+s2_point_dot(S2Point a, S2Point b)
+{
+	return a.x * b.x + a.y * b.y + a.z * b.z;
+}
+
+S2Point
+s2_point_cross(S2Point a, S2Point b)
+{
+	S2Point		r;
+
+	r.x = a.y * b.z - a.z * b.y;
+	r.y = a.z * b.x - a.x * b.z;
+	r.z = a.x * b.y - a.y * b.x;
+	return r;
+}
+
+static inline double
+vec_norm(S2Point a)
+{
+	return sqrt(a.x * a.x + a.y * a.y + a.z * a.z);
+}
+
+static inline S2Point
+vec_neg(S2Point a)
+{
+	S2Point		r;
+
+	r.x = -a.x;
+	r.y = -a.y;
+	r.z = -a.z;
+	return r;
+}
+
+S2Point
+s2_point_normalize(S2Point p)
+{
+	double		n = vec_norm(p);
+
+	/* scale by the reciprocal, like S2's Vector3::Normalize */
+	if (n != 0)
+		n = 1.0 / n;
+	p.x *= n;
+	p.y *= n;
+	p.z *= n;
+	return p;
+}
+
+/* angle between a and b; scale-invariant, accurate near 0 and pi */
+double
+s2_point_angle(S2Point a, S2Point b)
+{
+	return atan2(vec_norm(s2_point_cross(a, b)), s2_point_dot(a, b));
+}
+
+S2Point
+s2_point_from_latlng(double lat_deg, double lng_deg)
+{
+	double		phi = lat_deg * DEG_TO_RAD;
+	double		theta = lng_deg * DEG_TO_RAD;
+	double		cosphi = cos(phi);
+	S2Point		p;
+
+	p.x = cos(theta) * cosphi;
+	p.y = sin(theta) * cosphi;
+	p.z = sin(phi);
+	return p;
+}
+
+void
+s2_latlng_from_point(S2Point p, double *lat_deg, double *lng_deg)
+{
+	*lat_deg = atan2(p.z, sqrt(p.x * p.x + p.y * p.y)) * RAD_TO_DEG;
+	/* adding 0.0 turns -0 into +0, so (-0, -0, z) gets longitude 0 like S2 */
+	*lng_deg = atan2(p.y + 0.0, p.x + 0.0) * RAD_TO_DEG;
+}
+
+
+/* ------------------------------------------------------------------------
+ * Cell ids
+ * ------------------------------------------------------------------------
+ */
+
+static inline uint64_t
+lsb_for_level(int level)
+{
+	return UINT64_C(1) << (2 * (S2_MAX_LEVEL - level));
+}
+
+static inline uint64_t
+id_lsb(S2CellId id)
+{
+	return id & (~id + 1);
+}
+
+static S2CellId
+from_face_ij(int face, int i, int j)
+{
+	uint64_t	n = (uint64_t) face << 60;
+	int			bits = face & S2_SWAP_MASK;
+	int			k;
+
+	/*
+	 * Eight steps of four levels cover 32 levels; the first step sees two
+	 * leading zero levels in i and j.  Each of those maps to position 0 and
+	 * flips the swap bit, so they cancel (the face's starting orientation
+	 * has no invert bit) and contribute zeros above the face bits.
+	 */
+	for (k = 7; k >= 0; k--)
+	{
+		bits += ((i >> (k * S2_LOOKUP_BITS)) & 15) << (S2_LOOKUP_BITS + 2);
+		bits += ((j >> (k * S2_LOOKUP_BITS)) & 15) << 2;
+		bits = lookup_pos[bits];
+		n |= (uint64_t) (bits >> 2) << (k * 2 * S2_LOOKUP_BITS);
+		bits &= S2_SWAP_MASK | S2_INVERT_MASK;
+	}
+	return n * 2 + 1;
+}
+
+/*
+ * Face and leaf (i, j) of id.  For a non-leaf cell this decodes the trailing
+ * 1 bit as a position digit too, which yields some leaf inside the cell.
+ */
+static int
+to_face_ij(S2CellId id, int *pi, int *pj)
+{
+	int			face = (int) (id >> 61);
+	int			bits = face & S2_SWAP_MASK;
+	int			i = 0;
+	int			j = 0;
+	int			k;
+
+	for (k = 7; k >= 0; k--)
+	{
+		/* the top step holds only 2 levels (4 bits) below the face bits */
+		int			nbits = (k == 7) ? (S2_MAX_LEVEL - 7 * S2_LOOKUP_BITS) : S2_LOOKUP_BITS;
+
+		bits += (int) ((id >> (k * 2 * S2_LOOKUP_BITS + 1)) &
+					   ((UINT64_C(1) << (2 * nbits)) - 1)) << 2;
+		bits = lookup_ij[bits];
+		i += (bits >> (S2_LOOKUP_BITS + 2)) << (k * S2_LOOKUP_BITS);
+		j += ((bits >> 2) & 15) << (k * S2_LOOKUP_BITS);
+		bits &= S2_SWAP_MASK | S2_INVERT_MASK;
+	}
+	*pi = i;
+	*pj = j;
+	return face;
+}
+
+S2CellId
+s2_cellid_from_point(S2Point p)
+{
+	int			face = xyz_to_face(p);
+	double		u;
+	double		v;
+
+	init_lookup();
+	xyz_to_face_uv(face, p, &u, &v);
+	return from_face_ij(face, st_to_ij(uv_to_st(u)), st_to_ij(uv_to_st(v)));
+}
+
+S2CellId
+s2_cellid_from_face(int face)
+{
+	return ((uint64_t) face << 61) + lsb_for_level(0);
+}
+
+int
+s2_cellid_face(S2CellId id)
+{
+	return (int) (id >> 61);
+}
+
+int
+s2_cellid_level(S2CellId id)
+{
+	int			tz;
+
+	if (id == 0)
+		return -1;
+#if defined(__GNUC__)
+	tz = __builtin_ctzll(id);
+#else
+	tz = 0;
+	while (((id >> tz) & 1) == 0)
+		tz++;
+#endif
+	return S2_MAX_LEVEL - (tz >> 1);
+}
+
+bool
+s2_cellid_is_valid(S2CellId id)
+{
+	/* face 0..5, and the lowest set bit at an even position (0..60) */
+	return (id >> 61) < S2_NUM_FACES &&
+		(id_lsb(id) & UINT64_C(0x1555555555555555)) != 0;
+}
+
+S2CellId
+s2_cellid_parent(S2CellId id, int level)
+{
+	uint64_t	new_lsb = lsb_for_level(level);
+
+	return (id & (~new_lsb + 1)) | new_lsb;
+}
+
+S2CellId
+s2_cellid_child(S2CellId id, int position)
+{
+	uint64_t	new_lsb = id_lsb(id) >> 2;
+
+	/* id - lsb is where the children start; child k's id is at odd offsets */
+	return id - 4 * new_lsb + (uint64_t) (2 * position + 1) * new_lsb;
+}
+
+S2CellId
+s2_cellid_range_min(S2CellId id)
+{
+	return id - (id_lsb(id) - 1);
+}
+
+S2CellId
+s2_cellid_range_max(S2CellId id)
+{
+	return id + (id_lsb(id) - 1);
+}
+
+bool
+s2_cellid_contains(S2CellId cell, S2CellId other)
+{
+	return other >= s2_cellid_range_min(cell) &&
+		other <= s2_cellid_range_max(cell);
+}
+
+S2Point
+s2_cellid_to_point(S2CellId id)
+{
+	int			i;
+	int			j;
+	int			face;
+	int			level = s2_cellid_level(id);
+	int64_t		size = (int64_t) 1 << (S2_MAX_LEVEL - level);
+	int64_t		si;
+	int64_t		ti;
+	double		u;
+	double		v;
+
+	init_lookup();
+	face = to_face_ij(id, &i, &j);
+
+	/*
+	 * Center in the doubled (si, ti) grid: twice the low corner plus the
+	 * cell size (for a leaf, 2i + 1).
+	 */
+	si = 2 * ((int64_t) i & ~(size - 1)) + size;
+	ti = 2 * ((int64_t) j & ~(size - 1)) + size;
+	u = st_to_uv((1.0 / (double) S2_MAX_SITI) * (double) si);
+	v = st_to_uv((1.0 / (double) S2_MAX_SITI) * (double) ti);
+	return s2_point_normalize(face_uv_to_xyz(face, u, v));
+}
+
+
+/* ------------------------------------------------------------------------
+ * Cell geometry
+ * ------------------------------------------------------------------------
+ */
+
+/* face and uv bounds of a cell: u in [uv[0], uv[1]], v in [uv[2], uv[3]] */
+static int
+cell_bound_uv(S2CellId id, double uv[4])
+{
+	int			i;
+	int			j;
+	int			face;
+	int			level = s2_cellid_level(id);
+	int			size;
+	int			ilo;
+	int			jlo;
+
+	if (level < 0)				/* id 0: not a cell; avoid shifting by 31 */
+		level = 0;
+	size = 1 << (S2_MAX_LEVEL - level);
+	init_lookup();
+	face = to_face_ij(id, &i, &j);
+	ilo = i & -size;
+	jlo = j & -size;
+	uv[0] = st_to_uv(ij_to_st_min(ilo));
+	uv[1] = st_to_uv(ij_to_st_min(ilo + size));
+	uv[2] = st_to_uv(ij_to_st_min(jlo));
+	uv[3] = st_to_uv(ij_to_st_min(jlo + size));
+	return face;
+}
+
+/*
+ * Is t (in the cell face's uvw frame) inside the cell, boundary included?
+ * The four edge planes pass through the origin; these four half-space
+ * tests together also imply t.w > 0, since the cell spans less than a
+ * hemisphere.
+ */
+static inline bool
+uvw_in_cell(const double uv[4], S2Point t)
+{
+	return t.x - uv[0] * t.z >= 0 &&
+		uv[1] * t.z - t.x >= 0 &&
+		t.y - uv[2] * t.z >= 0 &&
+		uv[3] * t.z - t.y >= 0;
+}
+
+/*
+ * The cell's vertices in its face's uvw frame, unnormalized, CCW as seen
+ * from outside, and the normals of its edges: n[k] is a positive multiple of
+ * v[k] x v[k+1], i.e. the inward normal of edge k.  Computing the normals
+ * from the uv bounds directly (instead of as cross products of nearly
+ * parallel vertices) keeps them exact, whatever the cell size.
+ */
+static inline void
+cell_geometry_uvw(const double uv[4], S2Point v[4], S2Point n[4])
+{
+	v[0].x = uv[0];
+	v[0].y = uv[2];
+	v[1].x = uv[1];
+	v[1].y = uv[2];
+	v[2].x = uv[1];
+	v[2].y = uv[3];
+	v[3].x = uv[0];
+	v[3].y = uv[3];
+	v[0].z = v[1].z = v[2].z = v[3].z = 1;
+
+	/* bottom (v = v0), right (u = u1), top (v = v1), left (u = u0) */
+	n[0].x = 0;
+	n[0].y = 1;
+	n[0].z = -uv[2];
+	n[1].x = -1;
+	n[1].y = 0;
+	n[1].z = uv[1];
+	n[2].x = 0;
+	n[2].y = -1;
+	n[2].z = uv[3];
+	n[3].x = 1;
+	n[3].y = 0;
+	n[3].z = -uv[0];
+}
+
+void
+s2_cell_vertices(S2CellId id, S2Point vertices[4])
+{
+	double		uv[4];
+	int			face = cell_bound_uv(id, uv);
+
+	vertices[0] = s2_point_normalize(face_uv_to_xyz(face, uv[0], uv[2]));
+	vertices[1] = s2_point_normalize(face_uv_to_xyz(face, uv[1], uv[2]));
+	vertices[2] = s2_point_normalize(face_uv_to_xyz(face, uv[1], uv[3]));
+	vertices[3] = s2_point_normalize(face_uv_to_xyz(face, uv[0], uv[3]));
+}
+
+/*
+ * Is point m, lying on the great circle through a and b (n a positive
+ * multiple of a x b), strictly inside the minor arc from a to b?
+ */
+static inline bool
+on_circle_in_arc(S2Point a, S2Point b, S2Point n, S2Point m)
+{
+	return s2_point_dot(s2_point_cross(a, m), n) > 0 &&
+		s2_point_dot(s2_point_cross(m, b), n) > 0;
+}
+
+/*
+ * Angle from p to the minor arc a-b with normal n (a positive multiple of
+ * a x b); a, b, p, n need not be unit length.  If
+ * p's projection onto the arc's great circle falls inside the arc, the
+ * closest point is that projection; otherwise it is an endpoint.  The
+ * in-arc test is applied to p itself: the projection differs from p by a
+ * multiple of n, which the triple products ignore.
+ */
+static double
+angle_to_arc(S2Point p, S2Point a, S2Point b, S2Point n)
+{
+	double		da;
+	double		db;
+
+	if (on_circle_in_arc(a, b, n, p))
+		return atan2(fabs(s2_point_dot(p, n)),
+					 vec_norm(s2_point_cross(p, n)));
+	da = s2_point_angle(p, a);
+	db = s2_point_angle(p, b);
+	return da < db ? da : db;
+}
+
+/* min angle from p to the cell, without slack */
+static double
+cell_min_angle_raw(S2CellId id, S2Point p)
+{
+	double		uv[4];
+	int			face = cell_bound_uv(id, uv);
+	S2Point		t = xyz_to_uvw(face, p);
+	S2Point		v[4];
+	S2Point		n[4];
+	double		best;
+	double		d;
+	int			k;
+
+	if (uvw_in_cell(uv, t))
+		return 0;
+
+	/* outside: the closest point of the cell lies on its boundary */
+	cell_geometry_uvw(uv, v, n);
+	best = angle_to_arc(t, v[0], v[1], n[0]);
+	for (k = 1; k < 4; k++)
+	{
+		d = angle_to_arc(t, v[k], v[(k + 1) & 3], n[k]);
+		if (d < best)
+			best = d;
+	}
+	return best;
+}
+
+double
+s2_cell_min_angle(S2CellId id, S2Point p)
+{
+	double		d = cell_min_angle_raw(id, p) - S2_ANGLE_EPS;
+
+	return d > 0 ? d : 0;
+}
+
+double
+s2_cell_max_angle(S2CellId id, S2Point p)
+{
+	/* farthest point from p = closest point to -p, reflected */
+	double		d = M_PI - cell_min_angle_raw(id, vec_neg(p)) + S2_ANGLE_EPS;
+
+	return d < M_PI ? d : M_PI;
+}
+
+static inline double
+point_lat_rad(S2Point p)
+{
+	return atan2(p.z, sqrt(p.x * p.x + p.y * p.y));
+}
+
+S2LatLngRect
+s2_cell_rect_bound(S2CellId id)
+{
+	double		uv[4];
+	int			face = cell_bound_uv(id, uv);
+	S2Point		v[4];
+	S2Point		en[4];
+	S2Point		pole;
+	S2Point		center;
+	double		lat_lo;
+	double		lat_hi;
+	double		clng;
+	double		dmin;
+	double		dmax;
+	bool		north;
+	bool		south;
+	int			k;
+	S2LatLngRect r;
+
+	/*
+	 * Vertices and edge normals in xyz (unnormalized: only directions
+	 * matter below; the frame change is exact).
+	 */
+	cell_geometry_uvw(uv, v, en);
+	for (k = 0; k < 4; k++)
+	{
+		v[k] = face_uvw_to_xyz(face, v[k]);
+		en[k] = face_uvw_to_xyz(face, en[k]);
+	}
+
+	/* does the cell contain a pole (boundary included)? */
+	pole.x = 0;
+	pole.y = 0;
+	pole.z = 1;
+	north = uvw_in_cell(uv, xyz_to_uvw(face, pole));
+	pole.z = -1;
+	south = uvw_in_cell(uv, xyz_to_uvw(face, pole));
+
+	/* latitude: vertices, then edges bulging beyond their endpoints */
+	lat_lo = lat_hi = point_lat_rad(v[0]);
+	for (k = 1; k < 4; k++)
+	{
+		double		lat = point_lat_rad(v[k]);
+
+		if (lat < lat_lo)
+			lat_lo = lat;
+		if (lat > lat_hi)
+			lat_hi = lat;
+	}
+	for (k = 0; k < 4; k++)
+	{
+		S2Point		a = v[k];
+		S2Point		b = v[(k + 1) & 3];
+		S2Point		n = en[k];
+		double		nxy2 = n.x * n.x + n.y * n.y;
+		double		phi;
+		S2Point		m;
+
+		/*
+		 * The great circle with normal n comes closest to the north pole at
+		 * m = |n|^2 z - n_z n (the pole's projection onto its plane), where
+		 * its latitude is phi = angle(n, z axis) folded into [0, pi/2]; the
+		 * southernmost point is -m.  m vanishes for the equator.
+		 */
+		if (nxy2 == 0)
+			continue;
+		m.x = -n.z * n.x;
+		m.y = -n.z * n.y;
+		m.z = nxy2;
+		phi = atan2(sqrt(nxy2), fabs(n.z));
+		if (phi > lat_hi && on_circle_in_arc(a, b, n, m))
+			lat_hi = phi;
+		if (-phi < lat_lo && on_circle_in_arc(a, b, n, vec_neg(m)))
+			lat_lo = -phi;
+	}
+	if (north)
+		lat_hi = M_PI / 2;
+	if (south)
+		lat_lo = -M_PI / 2;
+
+	r.lat_lo = lat_lo * RAD_TO_DEG - S2_RECT_EPS_DEG;
+	r.lat_hi = lat_hi * RAD_TO_DEG + S2_RECT_EPS_DEG;
+	if (r.lat_lo < -90)
+		r.lat_lo = -90;
+	if (r.lat_hi > 90)
+		r.lat_hi = 90;
+
+	if (north || south)
+	{
+		r.lng_lo = -180;
+		r.lng_hi = 180;
+		return r;
+	}
+
+	/*
+	 * Longitude.  Along a great-circle arc that avoids the poles longitude
+	 * is monotonic and spans less than 180 degrees, so a cell without a
+	 * pole has its longitude extremes at vertices, and longitude measured
+	 * from the cell center varies continuously (without wrapping) over the
+	 * cell.  Take the vertex offsets from the center longitude.
+	 */
+	center = face_uv_to_xyz(face, 0.5 * (uv[0] + uv[1]), 0.5 * (uv[2] + uv[3]));
+	clng = atan2(center.y, center.x) * RAD_TO_DEG;
+	dmin = dmax = 0;
+	for (k = 0; k < 4; k++)
+	{
+		double		d = atan2(v[k].y, v[k].x) * RAD_TO_DEG - clng;
+
+		if (d > 180)
+			d -= 360;
+		else if (d < -180)
+			d += 360;
+		if (d < dmin)
+			dmin = d;
+		if (d > dmax)
+			dmax = d;
+	}
+	r.lng_lo = clng + dmin - S2_RECT_EPS_DEG;
+	r.lng_hi = clng + dmax + S2_RECT_EPS_DEG;
+	if (r.lng_hi - r.lng_lo >= 360)
+	{
+		r.lng_lo = -180;
+		r.lng_hi = 180;
+		return r;
+	}
+	if (r.lng_lo < -180)
+		r.lng_lo += 360;
+	if (r.lng_hi > 180)
+		r.lng_hi -= 360;
+	return r;
+}
+
+double
+s2_level_max_radius(int level)
+{
+	/*
+	 * S2's kMaxDiag metric for the quadratic projection bounds the diagonal
+	 * of every cell at level L by 2.438654594434021 * 2^-L.  The distance
+	 * from the center to any point of a cell is at most the largest
+	 * vertex-to-point distance, i.e. the longer of the diagonals and edges,
+	 * and cell edges are shorter than the diagonal bound (kMaxEdge deriv
+	 * 1.705), so that metric bounds the radius too.  Add 1% slack.
+	 */
+	if (level < 0)
+		level = 0;
+	if (level > S2_MAX_LEVEL)
+		level = S2_MAX_LEVEL;
+	return 1.01 * 2.438654594434021 * ldexp(1.0, -level);
+}
