@@ -18,6 +18,16 @@ OBJS = \
 	src/geo_scan.o \
 	src/geo_vacuum.o \
 	src/geo_verify.o
+OBJS += \
+	src/vector.o \
+	src/vector_kernels.o \
+	src/vec_build.o \
+	src/vec_handler.o \
+	src/vec_insert.o \
+	src/vec_scan.o \
+	src/vec_search.o \
+	src/vec_utils.o \
+	src/vec_vacuum.o
 
 DATA = $(wildcard sql/install/*--*.sql)
 

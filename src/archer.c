@@ -14,6 +14,8 @@
 #include "fmgr.h"
 
 #include "geo.h"
+#include "vec.h"
+#include "vector.h"
 
 PG_MODULE_MAGIC;
 
@@ -23,4 +25,6 @@ void
 _PG_init(void)
 {
 	archer_geo_init();
+	archer_vector_init();
+	archer_vector_am_init();
 }

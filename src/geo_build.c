@@ -107,21 +107,6 @@ build_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
 	MemoryContextReset(buildstate->tmpcxt);
 }
 
-/* Write a finished page image to the next block of the index */
-static void
-write_page(Relation index, BlockNumber expected, Page page)
-{
-	Buffer		buf = ReadBufferExtended(index, MAIN_FORKNUM, P_NEW, RBM_NORMAL, NULL);
-
-	if (BufferGetBlockNumber(buf) != expected)
-		elog(ERROR, "archer_geo build: expected block %u, got %u",
-			 expected, BufferGetBlockNumber(buf));
-	LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
-	memcpy(BufferGetPage(buf), page, BLCKSZ);
-	MarkBufferDirty(buf);
-	UnlockReleaseBuffer(buf);
-}
-
 static void
 level_start_page(LevelWriter *writer, BlockNumber blkno)
 {
@@ -145,7 +130,7 @@ level_flush(LevelWriter *writer, const GeoKey *next_key, BlockNumber next_blkno)
 		opaque->hikey_tid = next_key->tid;
 		opaque->rightlink = next_blkno;
 	}
-	write_page(writer->index, writer->blkno, writer->page.data);
+	archer_write_new_page(writer->index, writer->blkno, writer->page.data);
 	writer->has_page = false;
 }
 
@@ -310,7 +295,7 @@ geo_build(Relation heap, Relation index, IndexInfo *indexInfo)
 
 	/* block 0: the meta page, rewritten once the root is known */
 	geo_init_meta_page(metapage.data, InvalidBlockNumber, 0);
-	write_page(index, ARCHER_META_BLKNO, metapage.data);
+	archer_write_new_page(index, ARCHER_META_BLKNO, metapage.data);
 
 	table_index_build_scan(heap, index, indexInfo, true, true,
 						   build_callback, &buildstate, NULL);

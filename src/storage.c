@@ -137,6 +137,24 @@ archer_new_buffer(Relation index)
 	return buf;
 }
 
+/*
+ * Append a page image built in local memory as the next block of an index
+ * under construction (no WAL: see archer_log_all_pages).
+ */
+void
+archer_write_new_page(Relation index, BlockNumber expected, Page page)
+{
+	Buffer		buf = ReadBufferExtended(index, MAIN_FORKNUM, P_NEW, RBM_NORMAL, NULL);
+
+	if (BufferGetBlockNumber(buf) != expected)
+		elog(ERROR, "index \"%s\" build: expected block %u, got %u",
+			 RelationGetRelationName(index), expected, BufferGetBlockNumber(buf));
+	LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
+	memcpy(BufferGetPage(buf), page, BLCKSZ);
+	MarkBufferDirty(buf);
+	UnlockReleaseBuffer(buf);
+}
+
 /* WAL-log every page of an index built without WAL */
 void
 archer_log_all_pages(Relation index)

@@ -47,6 +47,7 @@
 
 /* page ids, one per access method, in the last two bytes of every page */
 #define ARCHER_GEO_PAGE_ID		0xA7E0
+#define ARCHER_VEC_PAGE_ID		0xA7E1
 
 /* page flags */
 #define ARCHER_PAGE_META		0x01
@@ -54,6 +55,8 @@
 #define ARCHER_PAGE_INTERNAL	0x04
 #define ARCHER_PAGE_DELETED		0x08
 #define ARCHER_PAGE_HAS_HIKEY	0x10	/* hikey fields are valid */
+#define ARCHER_PAGE_NODES		0x20	/* line pointers to vector graph nodes */
+#define ARCHER_PAGE_QUANTIZER	0x40	/* dense float array of the quantizer */
 
 /*
  * Special space of every archer page.  The hikey (an exclusive upper bound
@@ -102,6 +105,7 @@ extern Buffer archer_read_page(Relation index, BlockNumber blkno, int lockmode,
 extern Buffer archer_new_buffer(Relation index);
 extern void archer_corrupted(Relation index, BlockNumber blkno,
 							 const char *detail) pg_attribute_noreturn();
+extern void archer_write_new_page(Relation index, BlockNumber expected, Page page);
 extern void archer_log_all_pages(Relation index);
 
 #endif							/* ARCHER_STORAGE_H */

@@ -73,3 +73,249 @@ CREATE OPERATOR CLASS archer_geo_point_ops
 	OPERATOR 1 <@ (point, archer_cap),
 	OPERATOR 2 <@@ (point, polygon),
 	OPERATOR 3 <-> (point, point) FOR ORDER BY pg_catalog.float_ops;
+
+-- ===========================================================================
+-- vector: the avector type and vector distances (issue 3)
+-- ===========================================================================
+-- avector is a vector of 1 to 16,000 4-byte floats, in pgvector's text
+-- format '[1,2,3]'.  pgvector's type is named vector: the two never clash,
+-- and every function here is named avector_*, *_avector or archer_*, so
+-- both extensions can live in one schema.  The distance functions and operators
+-- also exist on real[] (1-D, no NULLs, no NaN or infinity), which the
+-- archer_vector index access method will index directly.
+
+CREATE TYPE avector;
+
+CREATE FUNCTION avector_in(cstring, oid, integer) RETURNS avector
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION avector_out(avector) RETURNS cstring
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION avector_typmod_in(cstring[]) RETURNS integer
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION avector_typmod_out(integer) RETURNS cstring
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION avector_recv(internal, oid, integer) RETURNS avector
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION avector_send(avector) RETURNS bytea
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+-- EXTERNAL: floats hardly compress, and uncompressed values are read
+-- without a decompression step.
+CREATE TYPE avector (
+	INPUT = avector_in,
+	OUTPUT = avector_out,
+	TYPMOD_IN = avector_typmod_in,
+	TYPMOD_OUT = avector_typmod_out,
+	RECEIVE = avector_recv,
+	SEND = avector_send,
+	INTERNALLENGTH = VARIABLE,
+	ALIGNMENT = int4,
+	STORAGE = external
+);
+COMMENT ON TYPE avector IS 'vector of 4-byte floats, up to 16000 dimensions; avector(n) has n';
+
+CREATE FUNCTION avector_dims(avector) RETURNS integer
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+-- Casts, as pgvector's: to real[] implicitly, from arrays on assignment.
+-- The functions take the target typmod (dimensions) and check it.
+CREATE FUNCTION avector(avector, integer, boolean) RETURNS avector
+	AS 'MODULE_PATHNAME', 'avector_coerce' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION avector_to_float4(avector, integer, boolean) RETURNS real[]
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION array_to_avector(real[], integer, boolean) RETURNS avector
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION array_to_avector(double precision[], integer, boolean) RETURNS avector
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION array_to_avector(numeric[], integer, boolean) RETURNS avector
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION array_to_avector(integer[], integer, boolean) RETURNS avector
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE CAST (avector AS avector)
+	WITH FUNCTION avector(avector, integer, boolean) AS IMPLICIT;
+CREATE CAST (avector AS real[])
+	WITH FUNCTION avector_to_float4(avector, integer, boolean) AS IMPLICIT;
+CREATE CAST (real[] AS avector)
+	WITH FUNCTION array_to_avector(real[], integer, boolean) AS ASSIGNMENT;
+CREATE CAST (double precision[] AS avector)
+	WITH FUNCTION array_to_avector(double precision[], integer, boolean) AS ASSIGNMENT;
+CREATE CAST (numeric[] AS avector)
+	WITH FUNCTION array_to_avector(numeric[], integer, boolean) AS ASSIGNMENT;
+CREATE CAST (integer[] AS avector)
+	WITH FUNCTION array_to_avector(integer[], integer, boolean) AS ASSIGNMENT;
+
+-- Distances, on avector and on real[].  Dimensions must match.
+--   archer_l2_distance              sqrt(sum (a-b)^2)          operator <->
+--   archer_l2_squared_distance      sum (a-b)^2
+--   archer_inner_product            sum a*b
+--   archer_negative_inner_product   -sum a*b                   operator <#>
+--   archer_cosine_distance          1 - a.b / (|a| |b|)        operator <=>
+--     in [0, 2]; a zero vector has cosine distance 1 to every vector
+--     (no direction: treated as orthogonal), never NaN as in pgvector.
+--   archer_vector_norm              sqrt(sum a^2)
+-- Sums are computed in float (SIMD where the CPU has AVX2+FMA) and
+-- returned as double precision; sums that overflow float are recomputed in
+-- double.
+CREATE FUNCTION archer_l2_distance(avector, avector) RETURNS float8
+	AS 'MODULE_PATHNAME', 'avector_l2_distance' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION archer_l2_squared_distance(avector, avector) RETURNS float8
+	AS 'MODULE_PATHNAME', 'avector_l2_squared_distance' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION archer_inner_product(avector, avector) RETURNS float8
+	AS 'MODULE_PATHNAME', 'avector_inner_product' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION archer_negative_inner_product(avector, avector) RETURNS float8
+	AS 'MODULE_PATHNAME', 'avector_negative_inner_product' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION archer_cosine_distance(avector, avector) RETURNS float8
+	AS 'MODULE_PATHNAME', 'avector_cosine_distance' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION archer_vector_norm(avector) RETURNS float8
+	AS 'MODULE_PATHNAME', 'avector_norm' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE FUNCTION archer_l2_distance(real[], real[]) RETURNS float8
+	AS 'MODULE_PATHNAME', 'float4arr_l2_distance' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION archer_l2_squared_distance(real[], real[]) RETURNS float8
+	AS 'MODULE_PATHNAME', 'float4arr_l2_squared_distance' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION archer_inner_product(real[], real[]) RETURNS float8
+	AS 'MODULE_PATHNAME', 'float4arr_inner_product' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION archer_negative_inner_product(real[], real[]) RETURNS float8
+	AS 'MODULE_PATHNAME', 'float4arr_negative_inner_product' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION archer_cosine_distance(real[], real[]) RETURNS float8
+	AS 'MODULE_PATHNAME', 'float4arr_cosine_distance' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION archer_vector_norm(real[]) RETURNS float8
+	AS 'MODULE_PATHNAME', 'float4arr_norm' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE OPERATOR <-> (
+	LEFTARG = avector, RIGHTARG = avector, FUNCTION = archer_l2_distance,
+	COMMUTATOR = '<->'
+);
+CREATE OPERATOR <#> (
+	LEFTARG = avector, RIGHTARG = avector, FUNCTION = archer_negative_inner_product,
+	COMMUTATOR = '<#>'
+);
+CREATE OPERATOR <=> (
+	LEFTARG = avector, RIGHTARG = avector, FUNCTION = archer_cosine_distance,
+	COMMUTATOR = '<=>'
+);
+CREATE OPERATOR <-> (
+	LEFTARG = real[], RIGHTARG = real[], FUNCTION = archer_l2_distance,
+	COMMUTATOR = '<->'
+);
+CREATE OPERATOR <#> (
+	LEFTARG = real[], RIGHTARG = real[], FUNCTION = archer_negative_inner_product,
+	COMMUTATOR = '<#>'
+);
+CREATE OPERATOR <=> (
+	LEFTARG = real[], RIGHTARG = real[], FUNCTION = archer_cosine_distance,
+	COMMUTATOR = '<=>'
+);
+
+-- Comparison (element by element, then the shorter vector first) and
+-- hashing, for DISTINCT, ORDER BY, UNIQUE, GROUP BY and hash joins.
+CREATE FUNCTION avector_lt(avector, avector) RETURNS boolean
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION avector_le(avector, avector) RETURNS boolean
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION avector_eq(avector, avector) RETURNS boolean
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION avector_ne(avector, avector) RETURNS boolean
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION avector_ge(avector, avector) RETURNS boolean
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION avector_gt(avector, avector) RETURNS boolean
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION avector_cmp(avector, avector) RETURNS integer
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION avector_hash(avector) RETURNS integer
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION avector_hash_extended(avector, bigint) RETURNS bigint
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE OPERATOR < (
+	LEFTARG = avector, RIGHTARG = avector, FUNCTION = avector_lt,
+	COMMUTATOR = >, NEGATOR = >=, RESTRICT = scalarltsel, JOIN = scalarltjoinsel
+);
+CREATE OPERATOR <= (
+	LEFTARG = avector, RIGHTARG = avector, FUNCTION = avector_le,
+	COMMUTATOR = >=, NEGATOR = >, RESTRICT = scalarlesel, JOIN = scalarlejoinsel
+);
+CREATE OPERATOR = (
+	LEFTARG = avector, RIGHTARG = avector, FUNCTION = avector_eq,
+	COMMUTATOR = =, NEGATOR = <>, RESTRICT = eqsel, JOIN = eqjoinsel,
+	HASHES, MERGES
+);
+CREATE OPERATOR <> (
+	LEFTARG = avector, RIGHTARG = avector, FUNCTION = avector_ne,
+	COMMUTATOR = <>, NEGATOR = =, RESTRICT = neqsel, JOIN = neqjoinsel
+);
+CREATE OPERATOR >= (
+	LEFTARG = avector, RIGHTARG = avector, FUNCTION = avector_ge,
+	COMMUTATOR = <=, NEGATOR = <, RESTRICT = scalargesel, JOIN = scalargejoinsel
+);
+CREATE OPERATOR > (
+	LEFTARG = avector, RIGHTARG = avector, FUNCTION = avector_gt,
+	COMMUTATOR = <, NEGATOR = <=, RESTRICT = scalargtsel, JOIN = scalargtjoinsel
+);
+
+CREATE OPERATOR CLASS avector_ops
+	DEFAULT FOR TYPE avector USING btree AS
+	OPERATOR 1 <,
+	OPERATOR 2 <=,
+	OPERATOR 3 =,
+	OPERATOR 4 >=,
+	OPERATOR 5 >,
+	FUNCTION 1 avector_cmp(avector, avector);
+
+CREATE OPERATOR CLASS avector_ops
+	DEFAULT FOR TYPE avector USING hash AS
+	OPERATOR 1 =,
+	FUNCTION 1 avector_hash(avector),
+	FUNCTION 2 avector_hash_extended(avector, bigint);
+
+-- Distance kernels: which set runs (also SHOW archer.vector_kernel), a
+-- self-test of the SIMD kernels against the scalar ones and both against
+-- double precision, and a micro-benchmark.
+CREATE FUNCTION archer_vector_kernel() RETURNS text
+	AS 'MODULE_PATHNAME' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION archer_vector_kernel() IS 'the distance kernels in use: avx2+fma or scalar';
+
+CREATE FUNCTION archer_vector_kernel_selftest(
+		OUT kernel text, OUT impl text, OUT lengths integer,
+		OUT max_rel_error float8, OUT ok boolean)
+	RETURNS SETOF record
+	AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION archer_vector_kernel_selftest() IS 'compares every SIMD kernel with the scalar one and with double precision on random inputs of lengths 1..4100';
+
+CREATE FUNCTION archer_vector_kernel_bench(
+		dim integer DEFAULT 784, calls integer DEFAULT 100000,
+		OUT kernel text, OUT impl text, OUT ns_per_call float8)
+	RETURNS SETOF record
+	AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION archer_vector_kernel_bench(integer, integer) IS 'nanoseconds per call of each distance kernel, scalar and SIMD';
+-- ======================== end of the vector section ========================
+
+-- archer_vector: an HNSW graph over 8-bit quantized vectors for
+-- ORDER BY col <-> | <#> | <=> query LIMIT k, on avector and real[].
+-- Rows come back in exact distance order among the candidates found.
+CREATE FUNCTION archer_vector_handler(internal) RETURNS index_am_handler
+	AS 'MODULE_PATHNAME' LANGUAGE C;
+CREATE ACCESS METHOD archer_vector TYPE INDEX HANDLER archer_vector_handler;
+COMMENT ON ACCESS METHOD archer_vector IS 'HNSW graph over 8-bit quantized vectors, exact re-ranking';
+
+CREATE OPERATOR CLASS avector_l2_ops
+	DEFAULT FOR TYPE avector USING archer_vector AS
+	OPERATOR 1 <-> (avector, avector) FOR ORDER BY pg_catalog.float_ops;
+CREATE OPERATOR CLASS avector_ip_ops
+	FOR TYPE avector USING archer_vector AS
+	OPERATOR 2 <#> (avector, avector) FOR ORDER BY pg_catalog.float_ops;
+CREATE OPERATOR CLASS avector_cosine_ops
+	FOR TYPE avector USING archer_vector AS
+	OPERATOR 3 <=> (avector, avector) FOR ORDER BY pg_catalog.float_ops;
+
+CREATE OPERATOR CLASS float4_l2_ops
+	DEFAULT FOR TYPE real[] USING archer_vector AS
+	OPERATOR 1 <-> (real[], real[]) FOR ORDER BY pg_catalog.float_ops;
+CREATE OPERATOR CLASS float4_ip_ops
+	FOR TYPE real[] USING archer_vector AS
+	OPERATOR 2 <#> (real[], real[]) FOR ORDER BY pg_catalog.float_ops;
+CREATE OPERATOR CLASS float4_cosine_ops
+	FOR TYPE real[] USING archer_vector AS
+	OPERATOR 3 <=> (real[], real[]) FOR ORDER BY pg_catalog.float_ops;

@@ -1,0 +1,128 @@
+-- archer_vector: plans, exact ordering of what the index returns, recall
+-- against an exact scan, filtered queries that still fill LIMIT, inserts,
+-- VACUUM with graph repair, and bad input.
+SELECT setseed(0.31);
+CREATE TABLE vec_items (id int PRIMARY KEY, label int, v avector(24), a real[]);
+-- 12 clusters in 24 dimensions, labels spread over the clusters
+INSERT INTO vec_items
+SELECT i, i % 10,
+       ARRAY(SELECT (c.k * 7 % 13) + random() * 2 - 1 FROM generate_series(1, 24) d)::avector,
+       NULL
+FROM generate_series(1, 4000) i, LATERAL (SELECT i % 12 AS k) c;
+UPDATE vec_items SET a = v::real[];
+-- a few rows with no vector
+INSERT INTO vec_items VALUES (4001, 1, NULL, NULL), (4002, 2, NULL, NULL);
+CREATE TABLE vec_queries AS
+SELECT q AS qid, ARRAY(SELECT (q % 13) + random() * 2 - 1 FROM generate_series(1, 24) d)::avector AS v
+FROM generate_series(1, 20) q;
+
+CREATE INDEX vec_items_l2 ON vec_items USING archer_vector (v);
+CREATE INDEX vec_items_a ON vec_items USING archer_vector (a);
+
+SET enable_seqscan = off;
+EXPLAIN (COSTS OFF) SELECT id FROM vec_items ORDER BY v <-> (SELECT v FROM vec_queries WHERE qid = 1) LIMIT 10;
+EXPLAIN (COSTS OFF) SELECT id FROM vec_items WHERE label = 3 ORDER BY a <-> '{1,2,3}'::real[] LIMIT 10;
+RESET enable_seqscan;
+
+-- recall@10 of the index against the exact answer, and the index's rows
+-- come back in exact distance order
+CREATE FUNCTION vec_recall(col text, op text, filter text, k int)
+RETURNS TABLE (recall numeric, ordered boolean, full_rows boolean) LANGUAGE plpgsql AS $$
+DECLARE
+    q record;
+    approx int[];
+    exact int[];
+    dists float8[];
+    hits int := 0;
+    total int := 0;
+    in_order boolean := true;
+    all_rows boolean := true;
+    typ text := CASE WHEN col = 'a' THEN 'avector::real[]' ELSE 'avector' END;
+BEGIN
+    FOR q IN SELECT * FROM vec_queries ORDER BY qid LOOP
+        PERFORM set_config('enable_seqscan', 'off', true);
+        EXECUTE format('SELECT array_agg(id ORDER BY ord), array_agg(d ORDER BY ord) FROM
+                         (SELECT id, %1$s %2$s $1::%5$s AS d, row_number() OVER () AS ord
+                          FROM (SELECT id, %1$s FROM vec_items WHERE %3$s ORDER BY %1$s %2$s $1::%5$s LIMIT %4$s) s) t',
+                       col, op, filter, k, typ)
+            INTO approx, dists USING q.v::text;
+        PERFORM set_config('enable_seqscan', 'on', true);
+        PERFORM set_config('enable_indexscan', 'off', true);
+        EXECUTE format('SELECT array_agg(id) FROM (SELECT id FROM vec_items WHERE %3$s ORDER BY %1$s %2$s $1::%5$s LIMIT %4$s) s',
+                       col, op, filter, k, typ)
+            INTO exact USING q.v::text;
+        PERFORM set_config('enable_indexscan', 'on', true);
+        hits := hits + (SELECT count(*) FROM unnest(approx) x WHERE x = ANY (exact));
+        total := total + cardinality(exact);
+        all_rows := all_rows AND cardinality(approx) = cardinality(exact);
+        in_order := in_order AND (SELECT bool_and(dists[i] <= dists[i + 1])
+                                  FROM generate_series(1, cardinality(dists) - 1) i);
+    END LOOP;
+    recall := round(hits::numeric / total, 2);
+    ordered := in_order;
+    full_rows := all_rows;
+    RETURN NEXT;
+END $$;
+
+SELECT recall >= 0.95 AS good_recall, ordered, full_rows FROM vec_recall('v', '<->', 'true', 10);
+SELECT recall >= 0.95 AS good_recall, ordered, full_rows FROM vec_recall('a', '<->', 'true', 10);
+-- filtered: 10% and 1% of the rows
+SELECT recall >= 0.95 AS good_recall, ordered, full_rows FROM vec_recall('v', '<->', 'label = 3', 10);
+SELECT recall >= 0.95 AS good_recall, ordered, full_rows FROM vec_recall('v', '<->', 'id % 100 = 7', 10);
+-- large LIMIT: the scan keeps going past ef_search
+SELECT recall >= 0.9 AS good_recall, ordered, full_rows FROM vec_recall('v', '<->', 'true', 300);
+
+-- inner product and cosine, on vectors pointing every which way (the
+-- clusters above all lie along one diagonal, which cosine cannot tell apart)
+CREATE INDEX vec_items_ip ON vec_items USING archer_vector (v avector_ip_ops);
+DROP INDEX vec_items_l2;
+SELECT recall >= 0.9 AS good_recall, ordered, full_rows FROM vec_recall('v', '<#>', 'true', 10);
+DROP INDEX vec_items_ip;
+ALTER TABLE vec_items RENAME TO vec_clustered;
+ALTER TABLE vec_queries RENAME TO vec_clustered_queries;
+CREATE TABLE vec_items AS
+SELECT id, label, ARRAY(SELECT random() - 0.5 + 0 * id FROM generate_series(1, 24) d)::avector AS v
+FROM vec_clustered;
+CREATE TABLE vec_queries AS
+SELECT qid, ARRAY(SELECT random() - 0.5 + 0 * qid FROM generate_series(1, 24) d)::avector AS v
+FROM vec_clustered_queries;
+CREATE INDEX vec_items_cos ON vec_items USING archer_vector (v avector_cosine_ops);
+SELECT recall >= 0.9 AS good_recall, ordered, full_rows FROM vec_recall('v', '<=>', 'true', 10);
+DROP TABLE vec_items, vec_queries;
+ALTER TABLE vec_clustered RENAME TO vec_items;
+ALTER TABLE vec_clustered_queries RENAME TO vec_queries;
+CREATE INDEX vec_items_l2 ON vec_items USING archer_vector (v) WITH (m = 8, ef_construction = 32);
+SELECT recall >= 0.95 AS good_recall, ordered, full_rows FROM vec_recall('v', '<->', 'true', 10);
+
+-- inserts after the build, then delete 30% and vacuum: the graph is repaired
+INSERT INTO vec_items
+SELECT i, i % 10, ARRAY(SELECT (i % 12 * 7 % 13) + random() * 2 - 1 FROM generate_series(1, 24) d)::avector, NULL
+FROM generate_series(5001, 6000) i;
+SELECT recall >= 0.95 AS good_recall, ordered, full_rows FROM vec_recall('v', '<->', 'true', 10);
+DELETE FROM vec_items WHERE id % 10 < 3;
+VACUUM vec_items;
+SELECT recall >= 0.95 AS good_recall, ordered, full_rows FROM vec_recall('v', '<->', 'true', 10);
+INSERT INTO vec_items
+SELECT i, i % 10, ARRAY(SELECT (i % 12 * 7 % 13) + random() * 2 - 1 FROM generate_series(1, 24) d)::avector, NULL
+FROM generate_series(7001, 8000) i;
+SELECT recall >= 0.95 AS good_recall, ordered, full_rows FROM vec_recall('v', '<->', 'true', 10);
+
+-- an index on an empty table learns its dimension from the first row
+CREATE TABLE vec_empty (id int, a real[]);
+CREATE INDEX vec_empty_idx ON vec_empty USING archer_vector (a);
+INSERT INTO vec_empty SELECT i, ARRAY[i, i * 2, 3]::real[] FROM generate_series(1, 200) i;
+SET enable_seqscan = off;
+SELECT id FROM vec_empty ORDER BY a <-> '{10.2,20.4,3}' LIMIT 3;
+RESET enable_seqscan;
+
+-- bad input
+INSERT INTO vec_empty VALUES (1, '{1,2}');
+INSERT INTO vec_empty VALUES (1, '{1,2,NaN}');
+INSERT INTO vec_items (id, v) VALUES (9999, '[1,2,3]');
+SELECT id FROM vec_items ORDER BY a <-> '{1,2}' LIMIT 1;
+CREATE INDEX ON vec_items USING archer_vector (v) WITH (m = 1);
+CREATE INDEX ON vec_items USING archer_vector (v) WITH (quantization = 'pq');
+CREATE TABLE vec_wide (v avector(7200));
+CREATE INDEX ON vec_wide USING archer_vector (v);
+DROP TABLE vec_items, vec_queries, vec_empty, vec_wide;
+DROP FUNCTION vec_recall;

@@ -1,0 +1,229 @@
+/*-------------------------------------------------------------------------
+ *
+ * vec.h
+ *	  archer_vector: an HNSW graph index over 8-bit quantized vectors, for
+ *	  ORDER BY col <-> / <#> / <=> query LIMIT k on avector and real[].
+ *
+ * Pages (common layout in storage.h):
+ *
+ *	block 0			meta page: VecMetaPageData
+ *	blocks 1..k		quantizer pages: the build's per-dimension min[dim] then
+ *					max[dim], a dense float array spread over k pages
+ *	other blocks	node pages: line pointers to VecNode tuples
+ *
+ * A node tuple holds the row's heap TID, its top layer, the quantization
+ * error of its code (so that a lower bound of the exact distance is known),
+ * the 8-bit code of the vector (of the unit vector for cosine) and its
+ * neighbour lists: m0 = 2m slots on layer 0 and m slots on each layer
+ * above, each slot a node TID and the distance to that neighbour (so that a
+ * full list can drop its farthest neighbour without reading any other page).
+ * Tuples never change size: updates rewrite neighbour slots in place.
+ *
+ * Scans return candidates ordered by a lower bound of their exact distance
+ * (code distance minus the code's error); the executor recomputes the exact
+ * distance from the heap row (xs_recheckorderby) and reorders, so rows come
+ * back in exact order among the candidates found.
+ *
+ * Locking:
+ *	- scans share-lock one node page at a time and copy what they need;
+ *	- inserts are serialized by a heavyweight lock (VEC_INSERT_LOCK); they
+ *	  write the new node first, then add back links page by page, then move
+ *	  the entry point in the meta page: a crash in between leaves a node
+ *	  that is reachable from fewer neighbours, never a dangling link;
+ *	- VACUUM takes the insert lock too, marks the nodes of dead rows deleted
+ *	  and drops them from their neighbours' lists.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef ARCHER_VEC_H
+#define ARCHER_VEC_H
+
+#include "postgres.h"
+
+#include "access/amapi.h"
+#include "access/genam.h"
+#include "nodes/execnodes.h"
+#include "nodes/pathnodes.h"
+
+#include "storage.h"
+#include "vector.h"
+
+#define VEC_INSERT_LOCK			ARCHER_META_BLKNO
+
+/* metrics, also the strategy numbers of the ordering operators */
+#define VEC_METRIC_L2			1	/* <-> */
+#define VEC_METRIC_IP			2	/* <#> */
+#define VEC_METRIC_COSINE		3	/* <=> */
+#define VEC_NSTRATEGIES			3
+
+#define VEC_MAX_LAYERS			16
+#define VEC_DEFAULT_M			16
+#define VEC_DEFAULT_EF_CONSTRUCTION	64
+
+/* node flags */
+#define VEC_NODE_DELETED		0x01
+#define VEC_NODE_ZERO			0x02	/* zero vector under cosine: distance 1 */
+
+typedef struct VecNeighbor
+{
+	ItemPointerData tid;		/* neighbour node, or invalid for a free slot */
+	uint16		pad;
+	float		distance;		/* code distance to that neighbour */
+} VecNeighbor;
+
+typedef struct VecNodeHeader
+{
+	ItemPointerData heaptid;
+	uint8		level;			/* top layer */
+	uint8		flags;
+	float		error;			/* |x - decode(code)|, in the metric's space */
+	float		norm;			/* |x| (1 for cosine) */
+	/* uint8 code[dim], padded to 4 bytes, then VecNeighbor slots */
+} VecNodeHeader;
+
+typedef struct VecMetaPageData
+{
+	ArcherMetaCommon common;
+	uint16		dim;
+	uint16		m;
+	uint16		ef_construction;
+	uint8		metric;
+	uint8		entry_level;
+	ItemPointerData entry;		/* invalid while the graph is empty */
+	uint16		quantizer_pages;
+	BlockNumber insert_page;	/* node page new nodes go to first */
+	uint64		nnodes;
+	uint64		ndeleted;
+} VecMetaPageData;
+
+#define VecPageGetMeta(page)	((VecMetaPageData *) PageGetContents(page))
+
+/* reloptions */
+typedef struct VecOptions
+{
+	int32		vl_len_;
+	int			m;
+	int			ef_construction;
+	int			quantization_offset;	/* string, 'sq8' */
+} VecOptions;
+
+/* Everything a scan or insert needs to know about an index, cached in rd_amcache */
+typedef struct VecIndexInfo
+{
+	int			dim;
+	int			m;
+	int			ef_construction;
+	int			metric;
+	bool		is_array;		/* real[] rather than avector */
+	ArcherSQ8	sq;
+} VecIndexInfo;
+
+/* A query, prepared once per scan or insert */
+typedef struct VecQuery
+{
+	const VecIndexInfo *info;
+	ArcherSQ8Query sq;
+	float		qnorm;			/* |q| as given (before normalizing for cosine) */
+	bool		zero;			/* cosine with a zero query: every distance is 1 */
+} VecQuery;
+
+/* GUCs */
+extern int	archer_vector_ef_search;
+extern int	archer_vector_max_scan_tuples;
+
+/* vec_handler.c */
+extern void archer_vector_am_init(void);
+
+/* vec_utils.c */
+extern Size vec_node_size(int dim, int m, int level);
+extern uint8 *vec_node_code(VecNodeHeader *node);
+extern VecNeighbor *vec_node_neighbors(VecNodeHeader *node, int dim, int m, int layer,
+									   int *nslots);
+extern const VecIndexInfo *vec_index_info(Relation index);
+extern int	vec_max_dim(int m);
+extern const float *vec_datum_values(const VecIndexInfo *info, Datum value, int *dim);
+extern void vec_encode(const VecIndexInfo *info, const float *x, uint8 *code,
+					   float *error, float *norm, uint8 *flags);
+extern void vec_query_init(VecQuery *query, const VecIndexInfo *info, const float *q);
+extern float vec_query_distance(const VecQuery *query, const uint8 *code);
+extern double vec_lower_bound(const VecQuery *query, float code_distance,
+							  const VecNodeHeader *node);
+extern float vec_code_distance(const VecIndexInfo *info, const uint8 *a, const uint8 *b);
+extern void vec_reset_levels(void);
+extern int	vec_random_level(int m);
+extern void vec_read_meta(Relation index, VecMetaPageData *meta);
+extern VecNodeHeader *vec_page_node(Relation index, Page page, BlockNumber blkno,
+									OffsetNumber offnum, const VecIndexInfo *info);
+
+/* vec_search.c: graph search over the pages */
+typedef struct VecCandidate
+{
+	float		distance;		/* code distance to the query */
+	ItemPointerData tid;		/* node */
+} VecCandidate;
+
+typedef struct VecHeap
+{
+	VecCandidate *items;
+	int			count;
+	int			capacity;
+	int			sign;			/* 1: min-heap, -1: max-heap */
+} VecHeap;
+
+typedef struct VecVisited
+{
+	uint64	   *slots;
+	uint32		mask;
+	uint32		count;
+} VecVisited;
+
+extern void vec_visited_init(VecVisited *visited, int expected);
+extern bool vec_visited_add(VecVisited *visited, ItemPointer tid);
+extern bool vec_visited_contains(const VecVisited *visited, ItemPointer tid);
+extern void vec_heap_init(VecHeap *heap, int capacity, int sign);
+extern void vec_heap_push(VecHeap *heap, const VecCandidate *item);
+extern VecCandidate vec_heap_pop(VecHeap *heap);
+extern float vec_node_distance(Relation index, const VecIndexInfo *info,
+							   const VecQuery *query, ItemPointer tid,
+							   VecNodeHeader *header);
+extern int	vec_node_links(Relation index, const VecIndexInfo *info, ItemPointer tid,
+						   int layer, ItemPointerData *links);
+extern void vec_copy_node_code(Relation index, const VecIndexInfo *info, ItemPointer tid,
+							   uint8 *code);
+extern int	vec_select_neighbors(Relation index, const VecIndexInfo *info,
+								 VecCandidate *sorted, int ncand, int max,
+								 VecCandidate *selected);
+extern int	vec_search_layer(Relation index, const VecIndexInfo *info, const VecQuery *query,
+							 VecCandidate *entries, int nentries, int ef, int layer,
+							 VecCandidate *result);
+
+/* vec_build.c */
+extern IndexBuildResult *vec_build(Relation heap, Relation index, IndexInfo *indexInfo);
+extern void vec_buildempty(Relation index);
+extern char *vec_buildphasename(int64 phasenum);
+extern int	vec_write_quantizer_pages(Relation index, const float *min,
+									  const float *max, int dim);
+extern void vec_init_meta_page(Page page, const VecIndexInfo *info, int quantizer_pages);
+
+/* vec_insert.c */
+extern bool vec_insert(Relation index, Datum *values, bool *isnull,
+					   ItemPointer ht_ctid, Relation heap,
+					   IndexUniqueCheck checkUnique, bool indexUnchanged,
+					   IndexInfo *indexInfo);
+
+/* vec_scan.c */
+extern IndexScanDesc vec_beginscan(Relation index, int nkeys, int norderbys);
+extern void vec_rescan(IndexScanDesc scan, ScanKey keys, int nkeys,
+					   ScanKey orderbys, int norderbys);
+extern bool vec_gettuple(IndexScanDesc scan, ScanDirection dir);
+extern void vec_endscan(IndexScanDesc scan);
+
+/* vec_vacuum.c */
+extern IndexBulkDeleteResult *vec_bulkdelete(IndexVacuumInfo *info,
+											 IndexBulkDeleteResult *stats,
+											 IndexBulkDeleteCallback callback,
+											 void *callback_state);
+extern IndexBulkDeleteResult *vec_vacuumcleanup(IndexVacuumInfo *info,
+												IndexBulkDeleteResult *stats);
+
+#endif							/* ARCHER_VEC_H */

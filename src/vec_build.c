@@ -1,0 +1,753 @@
+/*-------------------------------------------------------------------------
+ *
+ * vec_build.c
+ *	  CREATE INDEX for archer_vector.
+ *
+ * Two passes over the table.  The first collects each dimension's range,
+ * which fixes the 8-bit quantizer.  The second encodes every row and
+ * inserts it into an HNSW graph held in local memory (codes, links and
+ * link distances: about dim + 16 m * 4 bytes a row), then the graph is laid
+ * out on pages in insertion order and WAL-logged at once with
+ * log_newpage_range.  When the graph would not fit in
+ * maintenance_work_mem, a NOTICE says so and the rows are inserted one by
+ * one into the on-disk graph instead: slower, but bounded in memory.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <float.h>
+#include <math.h>
+
+#include "access/tableam.h"
+#include "commands/progress.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+
+#include "vec.h"
+
+#define VEC_PHASE_RANGES		2
+#define VEC_PHASE_GRAPH			3
+#define VEC_PHASE_PAGES			4
+#define VEC_PHASE_WAL			5
+
+/* In-memory graph */
+typedef struct MemCandidate
+{
+	float		distance;
+	int64		node;
+} MemCandidate;
+
+typedef struct BuildNode
+{
+	ItemPointerData heaptid;
+	uint8		level;
+	uint8		flags;
+	float		error;
+	float		norm;
+	int64		first_link;		/* index of its layer-0 slots in the link arrays */
+	ItemPointerData tid;		/* where it lands on disk */
+} BuildNode;
+
+typedef struct BuildState
+{
+	Relation	index;
+	VecIndexInfo *info;
+	/* pass 1 */
+	float	   *min;
+	float	   *max;
+	double		nrows;
+	/* pass 2 */
+	bool		in_memory;
+	BuildNode  *nodes;
+	int64		nnodes;
+	int64		maxnodes;
+	uint8	   *codes;
+	int32	   *links;			/* node numbers, -1 = empty */
+	float	   *link_dist;
+	int64		nlinks;
+	int64		maxlinks;
+	int64		entry;
+	int			entry_level;
+	uint32	   *visit_mark;
+	uint32		visit_stamp;
+	MemCandidate *cand_heap;	/* search scratch, one slot per node */
+	float	   *work;
+	MemoryContext tmpcxt;
+} BuildState;
+
+char *
+vec_buildphasename(int64 phasenum)
+{
+	switch (phasenum)
+	{
+		case PROGRESS_CREATEIDX_SUBPHASE_INITIALIZE:
+			return "initializing";
+		case VEC_PHASE_RANGES:
+			return "training quantizer";
+		case VEC_PHASE_GRAPH:
+			return "building graph";
+		case VEC_PHASE_PAGES:
+			return "writing pages";
+		case VEC_PHASE_WAL:
+			return "WAL-logging pages";
+	}
+	return NULL;
+}
+
+void
+vec_init_meta_page(Page page, const VecIndexInfo *info, int quantizer_pages)
+{
+	VecMetaPageData *meta;
+
+	archer_page_init(page, ARCHER_VEC_PAGE_ID, ARCHER_PAGE_META, 0);
+	meta = VecPageGetMeta(page);
+	memset(meta, 0, sizeof(VecMetaPageData));
+	meta->common.magic = ARCHER_MAGIC;
+	meta->common.version = ARCHER_PAGE_VERSION;
+	meta->common.page_id = ARCHER_VEC_PAGE_ID;
+	meta->dim = info->dim;
+	meta->m = info->m;
+	meta->ef_construction = info->ef_construction;
+	meta->metric = info->metric;
+	ItemPointerSetInvalid(&meta->entry);
+	meta->quantizer_pages = quantizer_pages;
+	meta->insert_page = InvalidBlockNumber;
+	((PageHeader) page)->pd_lower = (char *) (meta + 1) - (char *) page;
+}
+
+/*
+ * Write min[] then max[] on quantizer pages from block 1 on, through the
+ * buffer manager without WAL (the caller logs them); returns the page count.
+ */
+int
+vec_write_quantizer_pages(Relation index, const float *min, const float *max, int dim)
+{
+	int			per_page = ARCHER_PAGE_CAPACITY_BYTES / sizeof(float);
+	int			total = 2 * dim;
+	int			npages = 0;
+
+	for (int start = 0; start < total; start += per_page)
+	{
+		PGAlignedBlock page;
+		int			n = Min(per_page, total - start);
+		float	   *values = (float *) ArcherPageGetEntries(page.data);
+
+		archer_page_init(page.data, ARCHER_VEC_PAGE_ID, ARCHER_PAGE_QUANTIZER, 0);
+		for (int i = 0; i < n; i++)
+			values[i] = (start + i < dim) ? min[start + i] : max[start + i - dim];
+		archer_page_set_nentries(page.data, sizeof(float), n);
+		archer_write_new_page(index, ARCHER_META_BLKNO + 1 + npages, page.data);
+		npages++;
+	}
+	return npages;
+}
+
+/* ---- pass 1: ranges ---- */
+
+static void
+range_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
+			   bool tupleIsAlive, void *state)
+{
+	BuildState *build = (BuildState *) state;
+	MemoryContext oldcxt;
+	const float *x;
+	int			dim;
+
+	if (isnull[0])
+		return;
+	oldcxt = MemoryContextSwitchTo(build->tmpcxt);
+	x = vec_datum_values(build->info, values[0], &dim);
+	if (build->info->dim == 0)
+	{
+		if (dim > vec_max_dim(build->info->m))
+			ereport(ERROR,
+					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+					 errmsg("archer_vector can index at most %d dimensions with m = %d, not %d",
+							vec_max_dim(build->info->m), build->info->m, dim)));
+		build->info->dim = dim;
+		MemoryContextSwitchTo(oldcxt);
+		build->min = palloc(sizeof(float) * dim);
+		build->max = palloc(sizeof(float) * dim);
+		archer_sq8_range_init(build->min, build->max, dim);
+		MemoryContextSwitchTo(build->tmpcxt);
+	}
+	if (build->info->metric == VEC_METRIC_COSINE)
+	{
+		float	   *unit = palloc(sizeof(float) * dim);
+
+		memcpy(unit, x, sizeof(float) * dim);
+		if (archer_vec_normalize(unit, dim) > 0)
+			archer_sq8_range_add(build->min, build->max, unit, dim);
+	}
+	else
+		archer_sq8_range_add(build->min, build->max, x, dim);
+	build->nrows++;
+	MemoryContextSwitchTo(oldcxt);
+	MemoryContextReset(build->tmpcxt);
+}
+
+/* ---- the in-memory graph ---- */
+
+static int
+layer_slots(const VecIndexInfo *info, int layer)
+{
+	return layer == 0 ? 2 * info->m : info->m;
+}
+
+static int64
+link_offset(const BuildState *build, int64 node, int layer)
+{
+	return build->nodes[node].first_link +
+		(layer == 0 ? 0 : 2 * build->info->m + (int64) (layer - 1) * build->info->m);
+}
+
+static float
+node_distance(const BuildState *build, int64 a, int64 b)
+{
+	int			dim = build->info->dim;
+
+	return vec_code_distance(build->info, build->codes + a * dim, build->codes + b * dim);
+}
+
+static int
+mem_candidate_cmp(const void *a, const void *b)
+{
+	float		da = ((const MemCandidate *) a)->distance;
+	float		db = ((const MemCandidate *) b)->distance;
+
+	return (da > db) - (da < db);
+}
+
+/* A binary min-heap of candidates by distance, in a caller-provided array */
+static void
+mem_heap_push(MemCandidate *heap, int *count, MemCandidate item)
+{
+	int			pos = (*count)++;
+
+	while (pos > 0 && heap[(pos - 1) / 2].distance > item.distance)
+	{
+		heap[pos] = heap[(pos - 1) / 2];
+		pos = (pos - 1) / 2;
+	}
+	heap[pos] = item;
+}
+
+static MemCandidate
+mem_heap_pop(MemCandidate *heap, int *count)
+{
+	MemCandidate top = heap[0];
+	MemCandidate last = heap[--(*count)];
+	int			pos = 0;
+
+	for (;;)
+	{
+		int			child = 2 * pos + 1;
+
+		if (child >= *count)
+			break;
+		if (child + 1 < *count && heap[child + 1].distance < heap[child].distance)
+			child++;
+		if (heap[child].distance >= last.distance)
+			break;
+		heap[pos] = heap[child];
+		pos = child;
+	}
+	if (*count > 0)
+		heap[pos] = last;
+	return top;
+}
+
+/*
+ * SEARCH-LAYER over the in-memory graph: keeps the ef nearest to node q in
+ * found[] (sorted ascending); found[0..nfound) seed it.  The candidate heap
+ * lives in build->cand_heap, sized for every node.
+ */
+static int
+mem_search_layer(BuildState *build, int64 q, MemCandidate *found, int nfound, int ef,
+				 int layer)
+{
+	MemCandidate *heap = build->cand_heap;
+	int			nheap = 0;
+	int			slots = layer_slots(build->info, layer);
+
+	build->visit_stamp++;
+	qsort(found, nfound, sizeof(MemCandidate), mem_candidate_cmp);
+	for (int i = 0; i < nfound; i++)
+	{
+		build->visit_mark[found[i].node] = build->visit_stamp;
+		mem_heap_push(heap, &nheap, found[i]);
+	}
+
+	while (nheap > 0)
+	{
+		MemCandidate current = mem_heap_pop(heap, &nheap);
+		int64		off = link_offset(build, current.node, layer);
+
+		if (nfound >= ef && current.distance > found[nfound - 1].distance)
+			break;
+		for (int s = 0; s < slots; s++)
+		{
+			int64		neighbor = build->links[off + s];
+			MemCandidate c;
+			int			pos;
+
+			if (neighbor < 0)
+				break;
+			if (build->visit_mark[neighbor] == build->visit_stamp)
+				continue;
+			build->visit_mark[neighbor] = build->visit_stamp;
+			c.node = neighbor;
+			c.distance = node_distance(build, q, neighbor);
+			if (nfound >= ef && c.distance >= found[nfound - 1].distance)
+				continue;
+			/* keep found sorted and at most ef long */
+			pos = nfound < ef ? nfound++ : ef - 1;
+			while (pos > 0 && found[pos - 1].distance > c.distance)
+			{
+				found[pos] = found[pos - 1];
+				pos--;
+			}
+			found[pos] = c;
+			mem_heap_push(heap, &nheap, c);
+		}
+	}
+	return nfound;
+}
+
+/*
+ * HNSW's neighbour selection heuristic: take candidates nearest first,
+ * keeping one only if it is closer to q than to every one kept so far, so
+ * that links spread in different directions; then top up with the nearest
+ * of the rest.
+ */
+static int
+select_neighbors(BuildState *build, MemCandidate *sorted, int ncand, int max,
+				 MemCandidate *selected)
+{
+	int			nselected = 0;
+	bool	   *taken = palloc0(sizeof(bool) * Max(ncand, 1));
+
+	for (int i = 0; i < ncand && nselected < max; i++)
+	{
+		bool		keep = true;
+
+		for (int j = 0; j < nselected && keep; j++)
+			if (node_distance(build, sorted[i].node, selected[j].node) < sorted[i].distance)
+				keep = false;
+		if (keep)
+		{
+			selected[nselected++] = sorted[i];
+			taken[i] = true;
+		}
+	}
+	for (int i = 0; i < ncand && nselected < max; i++)
+		if (!taken[i])
+			selected[nselected++] = sorted[i];
+	pfree(taken);
+	return nselected;
+}
+
+/*
+ * Link from -> to at a layer.  A full list applies the diversity rule to
+ * the newcomer: if one of the current links is nearer to it than "from"
+ * is, that link already leads its way and nothing changes; otherwise it
+ * replaces the farthest link it now dominates (one nearer to it than to
+ * "from"), or else the farthest link if it is nearer than that.  Dropping
+ * plainly the farthest link instead would strip the long links that join
+ * clusters.
+ */
+static void
+add_link(BuildState *build, int64 from, int64 to, float distance, int layer)
+{
+	int64		off = link_offset(build, from, layer);
+	int			slots = layer_slots(build->info, layer);
+	int			victim = -1;
+	int			farthest = 0;
+
+	for (int s = 0; s < slots; s++)
+	{
+		if (build->links[off + s] < 0)
+		{
+			build->links[off + s] = to;
+			build->link_dist[off + s] = distance;
+			return;
+		}
+	}
+	for (int s = 0; s < slots; s++)
+	{
+		float		between = node_distance(build, to, build->links[off + s]);
+
+		if (between < distance)
+			return;
+		if (between < build->link_dist[off + s] &&
+			(victim < 0 || build->link_dist[off + s] > build->link_dist[off + victim]))
+			victim = s;
+		if (build->link_dist[off + s] > build->link_dist[off + farthest])
+			farthest = s;
+	}
+	if (victim < 0)
+	{
+		if (build->link_dist[off + farthest] <= distance)
+			return;
+		victim = farthest;
+	}
+	build->links[off + victim] = to;
+	build->link_dist[off + victim] = distance;
+}
+
+static void
+mem_insert(BuildState *build, int64 q)
+{
+	const VecIndexInfo *info = build->info;
+	int			level = build->nodes[q].level;
+	int			ef = Max(info->ef_construction, 2 * info->m);
+	MemCandidate *found = palloc(sizeof(MemCandidate) * (ef + 1));
+	MemCandidate *selected = palloc(sizeof(MemCandidate) * 2 * info->m);
+	int			nfound;
+
+	if (build->entry < 0)
+	{
+		build->entry = q;
+		build->entry_level = level;
+		pfree(found);
+		pfree(selected);
+		return;
+	}
+
+	found[0].node = build->entry;
+	found[0].distance = node_distance(build, q, build->entry);
+	nfound = 1;
+	for (int layer = build->entry_level; layer > level; layer--)
+		nfound = mem_search_layer(build, q, found, 1, 1, layer);
+
+	for (int layer = Min(level, build->entry_level); layer >= 0; layer--)
+	{
+		int			nselected;
+		int64		off = link_offset(build, q, layer);
+
+		nfound = mem_search_layer(build, q, found, nfound, ef, layer);
+		nselected = select_neighbors(build, found, nfound, layer_slots(info, layer), selected);
+		for (int i = 0; i < nselected; i++)
+		{
+			build->links[off + i] = selected[i].node;
+			build->link_dist[off + i] = selected[i].distance;
+			add_link(build, selected[i].node, q, selected[i].distance, layer);
+		}
+	}
+	if (level > build->entry_level)
+	{
+		build->entry = q;
+		build->entry_level = level;
+	}
+	pfree(found);
+	pfree(selected);
+}
+
+/* ---- pass 2: encode and insert ---- */
+
+static void
+graph_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
+			   bool tupleIsAlive, void *state)
+{
+	BuildState *build = (BuildState *) state;
+	const VecIndexInfo *info = build->info;
+	MemoryContext oldcxt;
+	const float *x;
+	int			dim;
+	BuildNode  *node;
+	int			nslots;
+
+	if (isnull[0])
+		return;
+	if (!build->in_memory)
+	{
+		vec_insert(index, values, isnull, tid, NULL, UNIQUE_CHECK_NO, false, NULL);
+		build->nnodes++;
+		return;
+	}
+
+	oldcxt = MemoryContextSwitchTo(build->tmpcxt);
+	x = vec_datum_values(info, values[0], &dim);
+	if (build->nnodes == build->maxnodes)
+		elog(ERROR, "archer_vector build: more rows than counted in the first pass");
+	node = &build->nodes[build->nnodes];
+	node->heaptid = *tid;
+	node->level = vec_random_level(info->m);
+	while (node->level > 0 &&
+		   vec_node_size(info->dim, info->m, node->level) > (Size) ARCHER_PAGE_CAPACITY_BYTES - 64)
+		node->level--;
+	vec_encode(info, x, build->codes + build->nnodes * info->dim, &node->error,
+			   &node->norm, &node->flags);
+	nslots = 2 * info->m + node->level * info->m;
+	if (build->nlinks + nslots > build->maxlinks)
+	{
+		int64		newmax = Max(build->maxlinks * 2, build->nlinks + nslots);
+
+		MemoryContextSwitchTo(oldcxt);
+		build->links = repalloc_huge(build->links, sizeof(int32) * newmax);
+		build->link_dist = repalloc_huge(build->link_dist, sizeof(float) * newmax);
+		build->maxlinks = newmax;
+		MemoryContextSwitchTo(build->tmpcxt);
+	}
+	node->first_link = build->nlinks;
+	for (int i = 0; i < nslots; i++)
+		build->links[build->nlinks + i] = -1;
+	build->nlinks += nslots;
+
+	mem_insert(build, build->nnodes);
+	build->nnodes++;
+	if (build->nnodes % 1000 == 0)
+		pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_DONE, build->nnodes);
+	MemoryContextSwitchTo(oldcxt);
+	MemoryContextReset(build->tmpcxt);
+}
+
+/* Lay nodes out on pages in insertion order: sets each node's tid */
+static BlockNumber
+assign_tids(BuildState *build, BlockNumber first_blkno)
+{
+	BlockNumber blkno = first_blkno;
+	Size		free_space = 0;
+	OffsetNumber offnum = 0;
+	Size		empty = BLCKSZ - MAXALIGN(SizeOfPageHeaderData) -
+		MAXALIGN(sizeof(ArcherPageOpaqueData));
+
+	for (int64 i = 0; i < build->nnodes; i++)
+	{
+		Size		need = MAXALIGN(vec_node_size(build->info->dim, build->info->m,
+												  build->nodes[i].level)) + sizeof(ItemIdData);
+
+		if (need > free_space)
+		{
+			if (i > 0)
+				blkno++;
+			free_space = empty;
+			offnum = FirstOffsetNumber;
+		}
+		ItemPointerSet(&build->nodes[i].tid, blkno, offnum++);
+		free_space -= need;
+	}
+	return build->nnodes > 0 ? blkno + 1 : first_blkno;
+}
+
+static void
+write_node_pages(BuildState *build, BlockNumber first_blkno)
+{
+	const VecIndexInfo *info = build->info;
+	PGAlignedBlock page;
+	BlockNumber current = first_blkno;
+	char	   *tuple = palloc(BLCKSZ);
+
+	archer_page_init(page.data, ARCHER_VEC_PAGE_ID, ARCHER_PAGE_NODES, 0);
+	for (int64 i = 0; i < build->nnodes; i++)
+	{
+		BuildNode  *src = &build->nodes[i];
+		VecNodeHeader *node = (VecNodeHeader *) tuple;
+		Size		size = vec_node_size(info->dim, info->m, src->level);
+
+		if (ItemPointerGetBlockNumber(&src->tid) != current)
+		{
+			archer_write_new_page(build->index, current, page.data);
+			current = ItemPointerGetBlockNumber(&src->tid);
+			archer_page_init(page.data, ARCHER_VEC_PAGE_ID, ARCHER_PAGE_NODES, 0);
+		}
+		memset(tuple, 0, size);
+		node->heaptid = src->heaptid;
+		node->level = src->level;
+		node->flags = src->flags;
+		node->error = src->error;
+		node->norm = src->norm;
+		memcpy(vec_node_code(node), build->codes + i * info->dim, info->dim);
+		for (int layer = 0; layer <= src->level; layer++)
+		{
+			int			nslots;
+			VecNeighbor *slots = vec_node_neighbors(node, info->dim, info->m, layer, &nslots);
+			int64		off = link_offset(build, i, layer);
+
+			for (int s = 0; s < nslots; s++)
+			{
+				if (build->links[off + s] < 0)
+					ItemPointerSetInvalid(&slots[s].tid);
+				else
+				{
+					slots[s].tid = build->nodes[build->links[off + s]].tid;
+					slots[s].distance = build->link_dist[off + s];
+				}
+			}
+		}
+		if (PageAddItem(page.data, (Item) tuple, size, ItemPointerGetOffsetNumber(&src->tid),
+						false, false) != ItemPointerGetOffsetNumber(&src->tid))
+			elog(ERROR, "archer_vector build: could not place node %ld", (long) i);
+		if (i % 1000 == 0)
+			CHECK_FOR_INTERRUPTS();
+	}
+	if (build->nnodes > 0)
+		archer_write_new_page(build->index, current, page.data);
+	pfree(tuple);
+}
+
+static VecIndexInfo *
+build_info(Relation index)
+{
+	VecIndexInfo *info = palloc0(sizeof(VecIndexInfo));
+	VecOptions *options = (VecOptions *) index->rd_options;
+	int32		typmod = TupleDescAttr(RelationGetDescr(index), 0)->atttypmod;
+
+	info->m = options ? options->m : VEC_DEFAULT_M;
+	info->ef_construction = options ? options->ef_construction : VEC_DEFAULT_EF_CONSTRUCTION;
+	info->is_array = index->rd_opcintype[0] == FLOAT4ARRAYOID;
+	info->dim = (!info->is_array && typmod > 0) ? typmod : 0;
+	/* the metric is the strategy of the opclass's operator */
+	for (int strategy = 1; strategy <= VEC_NSTRATEGIES; strategy++)
+		if (OidIsValid(get_opfamily_member(index->rd_opfamily[0], index->rd_opcintype[0],
+										   index->rd_opcintype[0], strategy)))
+			info->metric = strategy;
+	if (info->dim > vec_max_dim(info->m))
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("archer_vector can index at most %d dimensions with m = %d, not %d",
+						vec_max_dim(info->m), info->m, info->dim)));
+	return info;
+}
+
+/* Memory the in-memory graph of nrows rows needs */
+static double
+graph_memory(const VecIndexInfo *info, double nrows)
+{
+	/* layer 0 plus the expected upper layers (1/(m-1) of a node's links) */
+	double		links = nrows * (2.0 * info->m + 1.2);
+
+	return nrows * (sizeof(BuildNode) + info->dim + sizeof(uint32) + sizeof(MemCandidate)) +
+		links * (sizeof(int32) + sizeof(float));
+}
+
+IndexBuildResult *
+vec_build(Relation heap, Relation index, IndexInfo *indexInfo)
+{
+	IndexBuildResult *result;
+	BuildState	build = {0};
+	PGAlignedBlock metapage;
+	int			quantizer_pages = 0;
+	BlockNumber first_node_blkno;
+	VecMetaPageData *meta;
+
+	if (RelationGetNumberOfBlocks(index) != 0)
+		elog(ERROR, "index \"%s\" already contains data", RelationGetRelationName(index));
+
+	build.index = index;
+	build.info = build_info(index);
+	vec_reset_levels();
+	build.tmpcxt = AllocSetContextCreate(CurrentMemoryContext, "archer_vector build",
+										 ALLOCSET_DEFAULT_SIZES);
+	if (build.info->dim > 0)
+	{
+		build.min = palloc(sizeof(float) * build.info->dim);
+		build.max = palloc(sizeof(float) * build.info->dim);
+		archer_sq8_range_init(build.min, build.max, build.info->dim);
+	}
+
+	pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE, VEC_PHASE_RANGES);
+	table_index_build_scan(heap, index, indexInfo, true, false, range_callback, &build, NULL);
+
+	/* meta page and quantizer first: the fallback inserts read them */
+	vec_init_meta_page(metapage.data, build.info, 0);
+	archer_write_new_page(index, ARCHER_META_BLKNO, metapage.data);
+	if (build.info->dim > 0)
+	{
+		if (build.nrows == 0)
+		{
+			/* typmod known, no rows: a generic range the first rows refine nothing of */
+			for (int i = 0; i < build.info->dim; i++)
+			{
+				build.min[i] = -1.0f;
+				build.max[i] = 1.0f;
+			}
+		}
+		archer_sq8_init(&build.info->sq, build.info->dim, build.min, build.max, false);
+		quantizer_pages = vec_write_quantizer_pages(index, build.min, build.max,
+													build.info->dim);
+	}
+	first_node_blkno = ARCHER_META_BLKNO + 1 + quantizer_pages;
+	{
+		Buffer		metabuf = ReadBuffer(index, ARCHER_META_BLKNO);
+
+		LockBuffer(metabuf, BUFFER_LOCK_EXCLUSIVE);
+		vec_init_meta_page(BufferGetPage(metabuf), build.info, quantizer_pages);
+		MarkBufferDirty(metabuf);
+		UnlockReleaseBuffer(metabuf);
+	}
+
+	pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE, VEC_PHASE_GRAPH);
+	pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_TOTAL, (int64) build.nrows);
+	build.in_memory = graph_memory(build.info, build.nrows) <= (double) maintenance_work_mem * 1024;
+	if (build.nrows > 0 && !build.in_memory)
+		ereport(NOTICE,
+				(errmsg("archer_vector graph does not fit in maintenance_work_mem"),
+				 errdetail("Building it needs about %.0f MB; the index is built row by row on disk instead, which is slower.",
+						   graph_memory(build.info, build.nrows) / (1024 * 1024)),
+				 errhint("Increase maintenance_work_mem to speed up index creation.")));
+	build.entry = -1;
+	if (build.in_memory && build.nrows > 0)
+	{
+		build.maxnodes = (int64) build.nrows;
+		build.nodes = palloc_extended(sizeof(BuildNode) * build.maxnodes, MCXT_ALLOC_HUGE);
+		build.codes = palloc_extended((Size) build.maxnodes * build.info->dim, MCXT_ALLOC_HUGE);
+		build.maxlinks = (int64) (build.nrows * (2 * build.info->m + build.info->m / 2 + 1));
+		build.links = palloc_extended(sizeof(int32) * build.maxlinks, MCXT_ALLOC_HUGE);
+		build.link_dist = palloc_extended(sizeof(float) * build.maxlinks, MCXT_ALLOC_HUGE);
+		build.visit_mark = palloc_extended(sizeof(uint32) * build.maxnodes,
+										   MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
+		build.cand_heap = palloc_extended(sizeof(MemCandidate) * (build.maxnodes + 1),
+										  MCXT_ALLOC_HUGE);
+	}
+	if (build.nrows > 0)
+		table_index_build_scan(heap, index, indexInfo, true, true, graph_callback, &build, NULL);
+
+	if (build.in_memory && build.nnodes > 0)
+	{
+		Buffer		metabuf;
+
+		pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE, VEC_PHASE_PAGES);
+		(void) assign_tids(&build, first_node_blkno);
+		write_node_pages(&build, first_node_blkno);
+
+		metabuf = ReadBuffer(index, ARCHER_META_BLKNO);
+		LockBuffer(metabuf, BUFFER_LOCK_EXCLUSIVE);
+		meta = VecPageGetMeta(BufferGetPage(metabuf));
+		meta->entry = build.nodes[build.entry].tid;
+		meta->entry_level = build.entry_level;
+		meta->nnodes = build.nnodes;
+		meta->insert_page = ItemPointerGetBlockNumber(&build.nodes[build.nnodes - 1].tid);
+		MarkBufferDirty(metabuf);
+		UnlockReleaseBuffer(metabuf);
+	}
+
+	pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE, VEC_PHASE_WAL);
+	archer_log_all_pages(index);
+	MemoryContextDelete(build.tmpcxt);
+
+	result = palloc(sizeof(IndexBuildResult));
+	result->heap_tuples = build.nrows;
+	result->index_tuples = build.nnodes;
+	return result;
+}
+
+/* The init fork of an unlogged index: a meta page; the first insert sets the dimension */
+void
+vec_buildempty(Relation index)
+{
+	PGAlignedBlock metapage;
+	VecIndexInfo *info = build_info(index);
+
+	/* the quantizer needs data: an unlogged index starts with a generic one */
+	info->dim = 0;
+	vec_init_meta_page(metapage.data, info, 0);
+	PageSetChecksumInplace(metapage.data, ARCHER_META_BLKNO);
+	smgrextend(RelationGetSmgr(index), INIT_FORKNUM, ARCHER_META_BLKNO, metapage.data, true);
+	log_newpage(&(RelationGetSmgr(index))->smgr_rnode.node, INIT_FORKNUM,
+				ARCHER_META_BLKNO, metapage.data, true);
+	smgrimmedsync(RelationGetSmgr(index), INIT_FORKNUM);
+}

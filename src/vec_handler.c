@@ -1,0 +1,197 @@
+/*-------------------------------------------------------------------------
+ *
+ * vec_handler.c
+ *	  The archer_vector access method handler: capabilities, reloptions,
+ *	  GUCs, cost estimation and operator class validation.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <float.h>
+
+#include "access/reloptions.h"
+#include "catalog/pg_amop.h"
+#include "catalog/pg_opclass.h"
+#include "commands/vacuum.h"
+#include "optimizer/optimizer.h"
+#include "utils/catcache.h"
+#include "utils/guc.h"
+#include "utils/regproc.h"
+#include "utils/selfuncs.h"
+#include "utils/syscache.h"
+
+#include "vec.h"
+
+PG_FUNCTION_INFO_V1(archer_vector_handler);
+
+int			archer_vector_ef_search = 40;
+int			archer_vector_max_scan_tuples = 20000;
+
+static relopt_kind vec_relopt_kind;
+
+static void
+validate_quantization(const char *value)
+{
+	if (value != NULL && strcmp(value, "sq8") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid value for archer_vector option \"quantization\": \"%s\"", value),
+				 errdetail("Valid values are \"sq8\".")));
+}
+
+void
+archer_vector_am_init(void)
+{
+	vec_relopt_kind = add_reloption_kind();
+	add_int_reloption(vec_relopt_kind, "m",
+					  "Links per node and layer (twice as many on layer 0)",
+					  VEC_DEFAULT_M, 2, 100, AccessExclusiveLock);
+	add_int_reloption(vec_relopt_kind, "ef_construction",
+					  "Width of the neighbour search while building the graph",
+					  VEC_DEFAULT_EF_CONSTRUCTION, 4, 1000, AccessExclusiveLock);
+	add_string_reloption(vec_relopt_kind, "quantization",
+						 "How node vectors are stored: sq8 (8-bit scalar quantization)",
+						 "sq8", validate_quantization, AccessExclusiveLock);
+
+	DefineCustomIntVariable("archer.ef_search",
+							"Width of the archer_vector search: higher finds more true neighbours, slower.",
+							NULL, &archer_vector_ef_search, 40, 1, 10000,
+							PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("archer.vector_max_scan_tuples",
+							"Most rows one archer_vector scan returns before it stops (with a NOTICE).",
+							"Filtered queries keep the scan going until enough rows pass the filter; this bounds the work.",
+							&archer_vector_max_scan_tuples, 20000, 1, INT_MAX,
+							PGC_USERSET, 0, NULL, NULL, NULL);
+}
+
+static bytea *
+vec_options(Datum reloptions, bool validate)
+{
+	static const relopt_parse_elt tab[] = {
+		{"m", RELOPT_TYPE_INT, offsetof(VecOptions, m)},
+		{"ef_construction", RELOPT_TYPE_INT, offsetof(VecOptions, ef_construction)},
+		{"quantization", RELOPT_TYPE_STRING, offsetof(VecOptions, quantization_offset)},
+	};
+
+	return (bytea *) build_reloptions(reloptions, validate, vec_relopt_kind,
+									  sizeof(VecOptions), tab, lengthof(tab));
+}
+
+/*
+ * An ordered scan reads about ef_search * 2m nodes, wherever the LIMIT is:
+ * all of it is startup cost.  Without ORDER BY the index is useless.
+ */
+static void
+vec_costestimate(PlannerInfo *root, IndexPath *path, double loop_count,
+				 Cost *indexStartupCost, Cost *indexTotalCost,
+				 Selectivity *indexSelectivity, double *indexCorrelation,
+				 double *indexPages)
+{
+	GenericCosts costs = {0};
+	double		nodes_read;
+
+	if (path->indexorderbys == NIL)
+	{
+		*indexStartupCost = DBL_MAX / 4;
+		*indexTotalCost = DBL_MAX / 4;
+		*indexSelectivity = 0;
+		*indexCorrelation = 0;
+		*indexPages = 0;
+		return;
+	}
+	nodes_read = (double) archer_vector_ef_search * 2 * VEC_DEFAULT_M;
+	costs.numIndexTuples = Min(nodes_read, Max(path->indexinfo->tuples, 1));
+	genericcostestimate(root, path, loop_count, &costs);
+	/* node pages are mostly cached and read one node at a time */
+	costs.indexTotalCost = costs.numIndexTuples * (cpu_index_tuple_cost + 4 * cpu_operator_cost) +
+		costs.numIndexPages * seq_page_cost;
+	*indexStartupCost = costs.indexTotalCost;
+	*indexTotalCost = costs.indexTotalCost;
+	*indexSelectivity = 1.0;
+	*indexCorrelation = 0;
+	*indexPages = costs.numIndexPages;
+}
+
+static bool
+vec_validate(Oid opclassoid)
+{
+	bool		result = true;
+	HeapTuple	classtup = SearchSysCache1(CLAOID, ObjectIdGetDatum(opclassoid));
+	Form_pg_opclass classform;
+	CatCList   *oprlist;
+
+	if (!HeapTupleIsValid(classtup))
+		elog(ERROR, "cache lookup failed for operator class %u", opclassoid);
+	classform = (Form_pg_opclass) GETSTRUCT(classtup);
+	oprlist = SearchSysCacheList1(AMOPSTRATEGY, ObjectIdGetDatum(classform->opcfamily));
+	for (int i = 0; i < oprlist->n_members; i++)
+	{
+		Form_pg_amop oprform = (Form_pg_amop) GETSTRUCT(&oprlist->members[i]->tuple);
+
+		if (oprform->amopstrategy < 1 || oprform->amopstrategy > VEC_NSTRATEGIES ||
+			oprform->amoppurpose != AMOP_ORDER)
+		{
+			ereport(INFO,
+					(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
+					 errmsg("archer_vector operator class \"%s\" has operator %s with strategy %d; only ordering operators 1 to %d are supported",
+							NameStr(classform->opcname), format_operator(oprform->amopopr),
+							oprform->amopstrategy, VEC_NSTRATEGIES)));
+			result = false;
+		}
+	}
+	ReleaseCatCacheList(oprlist);
+	ReleaseSysCache(classtup);
+	return result;
+}
+
+Datum
+archer_vector_handler(PG_FUNCTION_ARGS)
+{
+	IndexAmRoutine *amroutine = makeNode(IndexAmRoutine);
+
+	amroutine->amstrategies = VEC_NSTRATEGIES;
+	amroutine->amsupport = 0;
+	amroutine->amoptsprocnum = 0;
+	amroutine->amcanorder = false;
+	amroutine->amcanorderbyop = true;
+	amroutine->amcanbackward = false;
+	amroutine->amcanunique = false;
+	amroutine->amcanmulticol = false;
+	amroutine->amoptionalkey = true;
+	amroutine->amsearcharray = false;
+	amroutine->amsearchnulls = false;
+	amroutine->amstorage = false;
+	amroutine->amclusterable = false;
+	amroutine->ampredlocks = false;
+	amroutine->amcanparallel = false;
+	amroutine->amcaninclude = false;
+	amroutine->amusemaintenanceworkmem = false;
+	amroutine->amparallelvacuumoptions = VACUUM_OPTION_PARALLEL_BULKDEL;
+	amroutine->amkeytype = InvalidOid;
+
+	amroutine->ambuild = vec_build;
+	amroutine->ambuildempty = vec_buildempty;
+	amroutine->aminsert = vec_insert;
+	amroutine->ambulkdelete = vec_bulkdelete;
+	amroutine->amvacuumcleanup = vec_vacuumcleanup;
+	amroutine->amcanreturn = NULL;
+	amroutine->amcostestimate = vec_costestimate;
+	amroutine->amoptions = vec_options;
+	amroutine->amproperty = NULL;
+	amroutine->ambuildphasename = vec_buildphasename;
+	amroutine->amvalidate = vec_validate;
+	amroutine->amadjustmembers = NULL;
+	amroutine->ambeginscan = vec_beginscan;
+	amroutine->amrescan = vec_rescan;
+	amroutine->amgettuple = vec_gettuple;
+	amroutine->amgetbitmap = NULL;
+	amroutine->amendscan = vec_endscan;
+	amroutine->ammarkpos = NULL;
+	amroutine->amrestrpos = NULL;
+	amroutine->amestimateparallelscan = NULL;
+	amroutine->aminitparallelscan = NULL;
+	amroutine->amparallelrescan = NULL;
+
+	PG_RETURN_POINTER(amroutine);
+}

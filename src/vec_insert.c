@@ -1,0 +1,366 @@
+/*-------------------------------------------------------------------------
+ *
+ * vec_insert.c
+ *	  Inserting one row into the archer_vector graph on disk.
+ *
+ * Under the insert lock: search the graph for the new vector's neighbours
+ * (HNSW: greedy descent, then ef_construction-wide search on each of its
+ * layers, neighbours chosen by the diversity heuristic), write the node
+ * with its links and, in the same WAL record, the meta page's counters and
+ * entry point; then add a back link on each neighbour, one record per
+ * neighbour page.  A neighbour whose list is full keeps its nearest links:
+ * the stored link distances make that decision without reading other
+ * pages.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "storage/lmgr.h"
+#include "utils/memutils.h"
+
+#include "vec.h"
+
+/* A chosen neighbour on one layer */
+typedef struct VecLink
+{
+	int			layer;
+	ItemPointerData tid;
+	float		distance;
+} VecLink;
+
+/* Find the new node's links on every layer it lives on */
+static int
+find_links(Relation index, const VecIndexInfo *info, const VecQuery *query,
+		   const VecMetaPageData *meta, int level, VecLink *links)
+{
+	int			ef = Max(info->ef_construction, 2 * info->m);
+	VecCandidate *found = palloc(sizeof(VecCandidate) * ef);
+	VecCandidate *selected = palloc(sizeof(VecCandidate) * 2 * info->m);
+	VecNodeHeader header;
+	int			nfound = 1;
+	int			nlinks = 0;
+
+	found[0].tid = meta->entry;
+	found[0].distance = vec_node_distance(index, info, query, &found[0].tid, &header);
+	for (int layer = meta->entry_level; layer > level; layer--)
+		nfound = vec_search_layer(index, info, query, found, 1, 1, layer, found);
+
+	for (int layer = Min(level, meta->entry_level); layer >= 0; layer--)
+	{
+		int			nselected;
+
+		nfound = vec_search_layer(index, info, query, found, Max(nfound, 1), ef, layer, found);
+		if (nfound == 0)
+			break;
+		nselected = vec_select_neighbors(index, info, found, nfound,
+									 layer == 0 ? 2 * info->m : info->m, selected);
+		for (int i = 0; i < nselected; i++)
+		{
+			links[nlinks].layer = layer;
+			links[nlinks].tid = selected[i].tid;
+			links[nlinks].distance = selected[i].distance;
+			nlinks++;
+		}
+	}
+	pfree(found);
+	pfree(selected);
+	return nlinks;
+}
+
+/*
+ * Place the node tuple on the insert page or a new one and update the meta
+ * page, in one WAL record; returns the node's TID.
+ */
+static ItemPointerData
+place_node(Relation index, VecNodeHeader *node, Size size, bool new_entry)
+{
+	Buffer		metabuf = archer_read_page(index, ARCHER_META_BLKNO, BUFFER_LOCK_EXCLUSIVE,
+										   ARCHER_VEC_PAGE_ID);
+	VecMetaPageData *meta = VecPageGetMeta(BufferGetPage(metabuf));
+	Buffer		buf = InvalidBuffer;
+	bool		fresh = false;
+	GenericXLogState *state;
+	Page		page;
+	Page		metapage;
+	OffsetNumber offnum;
+	ItemPointerData tid;
+
+	if (meta->insert_page != InvalidBlockNumber)
+	{
+		buf = archer_read_page(index, meta->insert_page, BUFFER_LOCK_EXCLUSIVE,
+							   ARCHER_VEC_PAGE_ID);
+		if (PageGetFreeSpace(BufferGetPage(buf)) < MAXALIGN(size))
+		{
+			UnlockReleaseBuffer(buf);
+			buf = InvalidBuffer;
+		}
+	}
+	if (!BufferIsValid(buf))
+	{
+		buf = archer_new_buffer(index);
+		fresh = true;
+	}
+
+	state = GenericXLogStart(index);
+	metapage = GenericXLogRegisterBuffer(state, metabuf, 0);
+	page = GenericXLogRegisterBuffer(state, buf, fresh ? GENERIC_XLOG_FULL_IMAGE : 0);
+	if (fresh)
+		archer_page_init(page, ARCHER_VEC_PAGE_ID, ARCHER_PAGE_NODES, 0);
+	offnum = PageAddItem(page, (Item) node, size, InvalidOffsetNumber, false, false);
+	if (offnum == InvalidOffsetNumber)
+		elog(ERROR, "archer_vector: could not add a node to block %u", BufferGetBlockNumber(buf));
+	ItemPointerSet(&tid, BufferGetBlockNumber(buf), offnum);
+
+	meta = VecPageGetMeta(metapage);
+	meta->insert_page = BufferGetBlockNumber(buf);
+	meta->nnodes++;
+	if (new_entry)
+	{
+		meta->entry = tid;
+		meta->entry_level = node->level;
+	}
+	GenericXLogFinish(state);
+	UnlockReleaseBuffer(buf);
+	UnlockReleaseBuffer(metabuf);
+	return tid;
+}
+
+/*
+ * Which slot of a full list the new node should take, by the diversity rule
+ * of the build (see add_link in vec_build.c): -1 if an existing link is
+ * nearer to the new node than the list's owner is.  Reads the linked
+ * nodes' codes; the caller holds no buffer lock.
+ */
+static int
+choose_victim(Relation index, const VecIndexInfo *info, const uint8 *code,
+			  const VecNeighbor *slots, int nslots, float distance)
+{
+	uint8	   *other = palloc(info->dim);
+	int			victim = -1;
+	int			farthest = 0;
+
+	for (int i = 0; i < nslots; i++)
+	{
+		float		between;
+
+		vec_copy_node_code(index, info, (ItemPointer) &slots[i].tid, other);
+		between = vec_code_distance(info, code, other);
+		if (between < distance)
+		{
+			pfree(other);
+			return -1;
+		}
+		if (between < slots[i].distance &&
+			(victim < 0 || slots[i].distance > slots[victim].distance))
+			victim = i;
+		if (slots[i].distance > slots[farthest].distance)
+			farthest = i;
+	}
+	pfree(other);
+	if (victim < 0 && slots[farthest].distance > distance)
+		victim = farthest;
+	return victim;
+}
+
+/*
+ * Add a link to the new node (tid, code) on one layer of the node at
+ * link->tid: into a free slot, or by the diversity rule when full.
+ * Inserts are serialized and VACUUM takes the same lock, so the list read
+ * first is still the list when the slot is written.
+ */
+static void
+add_back_link(Relation index, const VecIndexInfo *info, const VecLink *link,
+			  ItemPointer tid, const uint8 *code)
+{
+	BlockNumber blkno = ItemPointerGetBlockNumber(&link->tid);
+	OffsetNumber offnum = ItemPointerGetOffsetNumber(&link->tid);
+	Buffer		buf = archer_read_page(index, blkno, BUFFER_LOCK_SHARE, ARCHER_VEC_PAGE_ID);
+	VecNodeHeader *node = vec_page_node(index, BufferGetPage(buf), blkno, offnum, info);
+	int			nslots = 0;
+	VecNeighbor *slots = NULL;
+	int			target = -1;
+	GenericXLogState *state;
+	Page		page;
+
+	if (link->layer <= node->level)
+	{
+		VecNeighbor *onpage = vec_node_neighbors(node, info->dim, info->m, link->layer, &nslots);
+
+		slots = palloc(sizeof(VecNeighbor) * nslots);
+		memcpy(slots, onpage, sizeof(VecNeighbor) * nslots);
+	}
+	UnlockReleaseBuffer(buf);
+	if (slots == NULL)
+		return;
+
+	for (int i = 0; i < nslots && target < 0; i++)
+		if (!ItemPointerIsValid(&slots[i].tid))
+			target = i;
+	if (target < 0)
+		target = choose_victim(index, info, code, slots, nslots, link->distance);
+	if (target < 0)
+		return;
+
+	buf = archer_read_page(index, blkno, BUFFER_LOCK_EXCLUSIVE, ARCHER_VEC_PAGE_ID);
+	state = GenericXLogStart(index);
+	page = GenericXLogRegisterBuffer(state, buf, 0);
+	node = vec_page_node(index, page, blkno, offnum, info);
+	slots = vec_node_neighbors(node, info->dim, info->m, link->layer, &nslots);
+	slots[target].tid = *tid;
+	slots[target].pad = 0;
+	slots[target].distance = link->distance;
+	GenericXLogFinish(state);
+	UnlockReleaseBuffer(buf);
+}
+
+/*
+ * An index built without rows or a known dimension gets its dimension and
+ * a quantizer from its first row: a range of the row's largest magnitude
+ * around each component.  REINDEX after loading data trains a better one.
+ */
+static void
+initialize_empty_index(Relation index, const float *x, int dim)
+{
+	const VecIndexInfo *info = vec_index_info(index);
+	float	   *min = palloc(sizeof(float) * dim);
+	float	   *max = palloc(sizeof(float) * dim);
+	float		radius = 1.0f;
+	int			per_page = ARCHER_PAGE_CAPACITY_BYTES / sizeof(float);
+	int			npages = 0;
+	Buffer		metabuf;
+	GenericXLogState *state;
+	VecMetaPageData *meta;
+
+	if (dim > vec_max_dim(info->m))
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("archer_vector can index at most %d dimensions with m = %d, not %d",
+						vec_max_dim(info->m), info->m, dim)));
+	if (RelationGetNumberOfBlocks(index) != 1)
+		archer_corrupted(index, ARCHER_META_BLKNO, "An index without a dimension has node pages.");
+	for (int i = 0; i < dim; i++)
+		radius = Max(radius, fabsf(x[i]) * 2);
+	for (int i = 0; i < dim; i++)
+	{
+		min[i] = info->metric == VEC_METRIC_COSINE ? -1.0f : x[i] - radius;
+		max[i] = info->metric == VEC_METRIC_COSINE ? 1.0f : x[i] + radius;
+	}
+
+	for (int start = 0; start < 2 * dim; start += per_page)
+	{
+		Buffer		buf = archer_new_buffer(index);
+		Page		page;
+		int			n = Min(per_page, 2 * dim - start);
+		float	   *values;
+
+		if (BufferGetBlockNumber(buf) != ARCHER_META_BLKNO + 1 + npages)
+			elog(ERROR, "archer_vector: quantizer pages must follow the meta page");
+		state = GenericXLogStart(index);
+		page = GenericXLogRegisterBuffer(state, buf, GENERIC_XLOG_FULL_IMAGE);
+		archer_page_init(page, ARCHER_VEC_PAGE_ID, ARCHER_PAGE_QUANTIZER, 0);
+		values = (float *) ArcherPageGetEntries(page);
+		for (int i = 0; i < n; i++)
+			values[i] = (start + i < dim) ? min[start + i] : max[start + i - dim];
+		archer_page_set_nentries(page, sizeof(float), n);
+		GenericXLogFinish(state);
+		UnlockReleaseBuffer(buf);
+		npages++;
+	}
+
+	metabuf = archer_read_page(index, ARCHER_META_BLKNO, BUFFER_LOCK_EXCLUSIVE, ARCHER_VEC_PAGE_ID);
+	state = GenericXLogStart(index);
+	meta = VecPageGetMeta(GenericXLogRegisterBuffer(state, metabuf, 0));
+	meta->dim = dim;
+	meta->quantizer_pages = npages;
+	GenericXLogFinish(state);
+	UnlockReleaseBuffer(metabuf);
+}
+
+static void
+insert_vector(Relation index, const float *x, int dim, ItemPointer heaptid)
+{
+	const VecIndexInfo *info = vec_index_info(index);
+	VecMetaPageData meta;
+	Size		size;
+	VecNodeHeader *node;
+	VecQuery	query;
+	VecLink    *links;
+	int			nlinks = 0;
+	int			level = vec_random_level(info->m);
+	ItemPointerData tid;
+
+	if (info->dim == 0)
+	{
+		initialize_empty_index(index, x, dim);
+		info = vec_index_info(index);
+	}
+	while (level > 0 && vec_node_size(info->dim, info->m, level) > (Size) ARCHER_PAGE_CAPACITY_BYTES - 64)
+		level--;
+	size = vec_node_size(info->dim, info->m, level);
+	node = palloc0(size);
+	node->heaptid = *heaptid;
+	node->level = level;
+	vec_encode(info, x, vec_node_code(node), &node->error, &node->norm, &node->flags);
+	for (int layer = 0; layer <= level; layer++)
+	{
+		int			nslots;
+		VecNeighbor *slots = vec_node_neighbors(node, info->dim, info->m, layer, &nslots);
+
+		for (int i = 0; i < nslots; i++)
+			ItemPointerSetInvalid(&slots[i].tid);
+	}
+
+	vec_read_meta(index, &meta);
+	links = palloc(sizeof(VecLink) * (2 * info->m + level * info->m));
+	if (ItemPointerIsValid(&meta.entry))
+	{
+		vec_query_init(&query, info, x);
+		nlinks = find_links(index, info, &query, &meta, level, links);
+		for (int i = 0; i < nlinks; i++)
+		{
+			int			nslots;
+			VecNeighbor *slots = vec_node_neighbors(node, info->dim, info->m, links[i].layer, &nslots);
+			int			slot = 0;
+
+			while (ItemPointerIsValid(&slots[slot].tid))
+				slot++;
+			slots[slot].tid = links[i].tid;
+			slots[slot].distance = links[i].distance;
+		}
+	}
+
+	tid = place_node(index, node, size,
+					 !ItemPointerIsValid(&meta.entry) || level > meta.entry_level);
+	for (int i = 0; i < nlinks; i++)
+		add_back_link(index, info, &links[i], &tid, vec_node_code(node));
+}
+
+bool
+vec_insert(Relation index, Datum *values, bool *isnull, ItemPointer ht_ctid,
+		   Relation heap, IndexUniqueCheck checkUnique, bool indexUnchanged,
+		   IndexInfo *indexInfo)
+{
+	MemoryContext cxt;
+	MemoryContext oldcxt;
+	const float *x;
+	int			dim;
+
+	/* rows with a NULL vector have no distance to order by: not indexed */
+	if (isnull[0])
+		return false;
+
+	cxt = AllocSetContextCreate(CurrentMemoryContext, "archer_vector insert",
+								ALLOCSET_DEFAULT_SIZES);
+	oldcxt = MemoryContextSwitchTo(cxt);
+	LockPage(index, VEC_INSERT_LOCK, ExclusiveLock);
+	x = vec_datum_values(vec_index_info(index), values[0], &dim);
+	archer_vector_check_finite(x, dim);
+	insert_vector(index, x, dim, ht_ctid);
+	UnlockPage(index, VEC_INSERT_LOCK, ExclusiveLock);
+	MemoryContextSwitchTo(oldcxt);
+	MemoryContextDelete(cxt);
+	return false;
+}

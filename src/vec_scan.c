@@ -1,0 +1,396 @@
+/*-------------------------------------------------------------------------
+ *
+ * vec_scan.c
+ *	  Ordered scans of archer_vector: ORDER BY col <op> query LIMIT k.
+ *
+ * The scan descends greedily through the upper layers, then runs HNSW's
+ * best-first search on layer 0 in rounds.  Round r keeps the
+ * ef_search * 2^r nearest nodes found so far as its result set and expands
+ * candidates until none can improve it; the result set's nodes not yet
+ * returned are then returned ordered by the lower bound of their exact
+ * distance.  When the executor asks for more (a WHERE clause filtered rows
+ * out, or LIMIT is large) the next round doubles the width and resumes the
+ * same search: candidates, visited set and found nodes carry over, so no
+ * node is read twice.  A node found in a later round whose bound is below
+ * the last one returned is skipped, which keeps the returned bounds in
+ * order as the executor requires; archer.vector_max_scan_tuples caps the
+ * rows one scan returns, with a NOTICE when it cuts the scan short.
+ *
+ * Each returned row carries a lower bound of its exact distance
+ * (xs_recheckorderby): the executor computes the exact distance from the
+ * heap row and reorders, so rows come back in exact order.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <float.h>
+
+#include "access/relscan.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "utils/memutils.h"
+
+#include "vec.h"
+
+typedef struct VecFound
+{
+	float		distance;		/* code distance */
+	double		bound;			/* lower bound of the exact distance */
+	ItemPointerData heaptid;
+	bool		returned;
+} VecFound;
+
+typedef struct VecScanOpaqueData
+{
+	MemoryContext scancxt;		/* reset at every rescan */
+	const VecIndexInfo *info;
+	VecQuery	query;
+	bool		started;
+	bool		done;
+	bool		null_query;		/* every distance is NULL: return all rows */
+
+	VecHeap		candidates;		/* min-heap of nodes to expand */
+	VecVisited	visited;
+	VecFound   *found;			/* every live node met, in order of discovery */
+	int			nfound;
+	int			maxfound;
+	int			width;			/* current round's result set size */
+	double		last_bound;
+	int64		nreturned;
+
+	int		   *ready;			/* indexes into found[], ordered by bound */
+	int			nready;
+	int			ready_pos;
+
+	/* null_query: a walk over every node page */
+	BlockNumber walk_blkno;
+	OffsetNumber walk_offnum;
+} VecScanOpaqueData;
+
+typedef VecScanOpaqueData *VecScanOpaque;
+
+IndexScanDesc
+vec_beginscan(Relation index, int nkeys, int norderbys)
+{
+	IndexScanDesc scan = RelationGetIndexScan(index, nkeys, norderbys);
+	VecScanOpaque so = palloc0(sizeof(VecScanOpaqueData));
+
+	so->scancxt = AllocSetContextCreate(CurrentMemoryContext, "archer_vector scan",
+										ALLOCSET_DEFAULT_SIZES);
+	scan->opaque = so;
+	scan->xs_orderbyvals = palloc0(sizeof(Datum) * Max(norderbys, 1));
+	scan->xs_orderbynulls = palloc(sizeof(bool) * Max(norderbys, 1));
+	return scan;
+}
+
+void
+vec_rescan(IndexScanDesc scan, ScanKey keys, int nkeys, ScanKey orderbys, int norderbys)
+{
+	VecScanOpaque so = (VecScanOpaque) scan->opaque;
+
+	if (orderbys && scan->numberOfOrderBys > 0)
+		memmove(scan->orderByData, orderbys, scan->numberOfOrderBys * sizeof(ScanKeyData));
+	MemoryContextReset(so->scancxt);
+	so->started = false;
+	so->done = false;
+	so->nfound = so->maxfound = so->nready = so->ready_pos = 0;
+	so->found = NULL;
+	so->ready = NULL;
+	so->nreturned = 0;
+	so->last_bound = -DBL_MAX;
+	so->null_query = scan->numberOfOrderBys == 0 ||
+		(scan->orderByData[0].sk_flags & SK_ISNULL) != 0;
+	pgstat_count_index_scan(scan->indexRelation);
+}
+
+static void
+add_found(VecScanOpaque so, float distance, const VecNodeHeader *header)
+{
+	VecFound   *found;
+
+	if (so->nfound == so->maxfound)
+	{
+		so->maxfound = Max(so->maxfound * 2, 256);
+		so->found = so->found ?
+			repalloc_huge(so->found, sizeof(VecFound) * so->maxfound) :
+			MemoryContextAlloc(so->scancxt, sizeof(VecFound) * so->maxfound);
+	}
+	found = &so->found[so->nfound++];
+	found->distance = distance;
+	found->bound = vec_lower_bound(&so->query, distance, header);
+	found->heaptid = header->heaptid;
+	found->returned = false;
+}
+
+/* Set up the search: read the query, descend to layer 0 */
+static void
+start_search(IndexScanDesc scan)
+{
+	VecScanOpaque so = (VecScanOpaque) scan->opaque;
+	Relation	index = scan->indexRelation;
+	MemoryContext oldcxt = MemoryContextSwitchTo(so->scancxt);
+	VecMetaPageData meta;
+	VecCandidate entry;
+	VecNodeHeader header;
+	const float *q;
+	int			dim;
+
+	so->started = true;
+	so->info = vec_index_info(index);
+	vec_read_meta(index, &meta);
+	if (!ItemPointerIsValid(&meta.entry) || so->info->dim == 0)
+	{
+		so->done = true;
+		MemoryContextSwitchTo(oldcxt);
+		return;
+	}
+	q = vec_datum_values(so->info, scan->orderByData[0].sk_argument, &dim);
+	archer_vector_check_finite(q, dim);
+	vec_query_init(&so->query, so->info, q);
+
+	entry.tid = meta.entry;
+	entry.distance = vec_node_distance(index, so->info, &so->query, &entry.tid, &header);
+	for (int layer = meta.entry_level; layer > 0; layer--)
+		(void) vec_search_layer(index, so->info, &so->query, &entry, 1, 1, layer, &entry);
+
+	vec_heap_init(&so->candidates, 1024, 1);
+	vec_visited_init(&so->visited, 4096);
+	(void) vec_visited_add(&so->visited, &entry.tid);
+	vec_heap_push(&so->candidates, &entry);
+	if (!ItemPointerEquals(&entry.tid, &meta.entry))
+		entry.distance = vec_node_distance(index, so->info, &so->query, &entry.tid, &header);
+	if (!(header.flags & VEC_NODE_DELETED))
+		add_found(so, entry.distance, &header);
+	so->width = Max(archer_vector_ef_search, 1);
+	MemoryContextSwitchTo(oldcxt);
+}
+
+static int
+found_distance_cmp(const void *a, const void *b, void *arg)
+{
+	const VecFound *found = (const VecFound *) arg;
+	float		da = found[*(const int *) a].distance;
+	float		db = found[*(const int *) b].distance;
+
+	return (da > db) - (da < db);
+}
+
+static int
+found_bound_cmp(const void *a, const void *b, void *arg)
+{
+	const VecFound *found = (const VecFound *) arg;
+	double		da = found[*(const int *) a].bound;
+	double		db = found[*(const int *) b].bound;
+
+	return (da > db) - (da < db);
+}
+
+/*
+ * The distance of the width-th nearest found node, or FLT_MAX while fewer
+ * are found: candidates farther than that cannot improve the result set.
+ */
+static float
+result_set_limit(VecScanOpaque so, VecHeap *best)
+{
+	return best->count >= so->width ? best->items[0].distance : FLT_MAX;
+}
+
+/* One round: expand candidates until the result set of size width is stable */
+static void
+run_round(IndexScanDesc scan)
+{
+	VecScanOpaque so = (VecScanOpaque) scan->opaque;
+	Relation	index = scan->indexRelation;
+	const VecIndexInfo *info = so->info;
+	MemoryContext oldcxt = MemoryContextSwitchTo(so->scancxt);
+	VecHeap		best;			/* max-heap of the width nearest found */
+	ItemPointerData *links = palloc(sizeof(ItemPointerData) * 2 * info->m);
+	int		   *order;
+	int			nbest;
+
+	vec_heap_init(&best, so->width + 1, -1);
+	for (int i = 0; i < so->nfound; i++)
+	{
+		VecCandidate c;
+
+		c.distance = so->found[i].distance;
+		ItemPointerSet(&c.tid, 0, 1);
+		vec_heap_push(&best, &c);
+		if (best.count > so->width)
+			(void) vec_heap_pop(&best);
+	}
+
+	while (so->candidates.count > 0 &&
+		   so->candidates.items[0].distance <= result_set_limit(so, &best))
+	{
+		VecCandidate current = vec_heap_pop(&so->candidates);
+		int			nlinks = vec_node_links(index, info, &current.tid, 0, links);
+
+		CHECK_FOR_INTERRUPTS();
+		for (int i = 0; i < nlinks; i++)
+		{
+			VecCandidate next;
+			VecNodeHeader header;
+
+			if (!vec_visited_add(&so->visited, &links[i]))
+				continue;
+			next.tid = links[i];
+			next.distance = vec_node_distance(index, info, &so->query, &links[i], &header);
+			/* every node goes on the heap: a later, wider round may want it */
+			vec_heap_push(&so->candidates, &next);
+			if (header.flags & VEC_NODE_DELETED)
+				continue;
+			add_found(so, next.distance, &header);
+			if (next.distance < result_set_limit(so, &best))
+			{
+				vec_heap_push(&best, &next);
+				if (best.count > so->width)
+					(void) vec_heap_pop(&best);
+			}
+		}
+	}
+
+	/* the width nearest found nodes not yet returned, ordered by bound */
+	order = palloc(sizeof(int) * Max(so->nfound, 1));
+	for (int i = 0; i < so->nfound; i++)
+		order[i] = i;
+	qsort_arg(order, so->nfound, sizeof(int), found_distance_cmp, so->found);
+	nbest = Min(so->nfound, so->width);
+	so->ready = MemoryContextAlloc(so->scancxt, sizeof(int) * Max(nbest, 1));
+	so->nready = 0;
+	for (int i = 0; i < nbest; i++)
+		if (!so->found[order[i]].returned)
+			so->ready[so->nready++] = order[i];
+	qsort_arg(so->ready, so->nready, sizeof(int), found_bound_cmp, so->found);
+	so->ready_pos = 0;
+	pfree(order);
+	MemoryContextSwitchTo(oldcxt);
+}
+
+/* Prepare the next round; false when the graph or the budget is exhausted */
+static bool
+next_round(IndexScanDesc scan)
+{
+	VecScanOpaque so = (VecScanOpaque) scan->opaque;
+	bool		more_found = false;
+
+	for (int i = 0; i < so->nfound && !more_found; i++)
+		more_found = !so->found[i].returned;
+	if (so->candidates.count == 0 && !more_found)
+		return false;
+	if (so->nreturned >= archer_vector_max_scan_tuples)
+	{
+		ereport(NOTICE,
+				(errmsg("archer_vector scan stopped after %lld rows",
+						(long long) so->nreturned),
+				 errdetail("archer.vector_max_scan_tuples limits how many rows one scan returns; the query may return fewer rows than requested."),
+				 errhint("Raise archer.vector_max_scan_tuples for very selective filters.")));
+		return false;
+	}
+	if (so->width < INT_MAX / 2)
+		so->width *= 2;
+	return true;
+}
+
+/* With a NULL query every distance is NULL: return every node, in page order */
+static bool
+next_any_node(IndexScanDesc scan, ItemPointer heaptid)
+{
+	VecScanOpaque so = (VecScanOpaque) scan->opaque;
+	Relation	index = scan->indexRelation;
+	BlockNumber nblocks = RelationGetNumberOfBlocks(index);
+
+	if (!so->started)
+	{
+		so->started = true;
+		so->walk_blkno = ARCHER_META_BLKNO + 1;
+		so->walk_offnum = FirstOffsetNumber;
+	}
+	while (so->walk_blkno < nblocks)
+	{
+		Buffer		buf = archer_read_page(index, so->walk_blkno, BUFFER_LOCK_SHARE,
+										   ARCHER_VEC_PAGE_ID);
+		Page		page = BufferGetPage(buf);
+
+		if (ArcherPageGetOpaque(page)->flags & ARCHER_PAGE_NODES)
+		{
+			while (so->walk_offnum <= PageGetMaxOffsetNumber(page))
+			{
+				ItemId		itemid = PageGetItemId(page, so->walk_offnum++);
+				VecNodeHeader *node;
+
+				if (!ItemIdIsNormal(itemid))
+					continue;
+				node = (VecNodeHeader *) PageGetItem(page, itemid);
+				if (node->flags & VEC_NODE_DELETED)
+					continue;
+				*heaptid = node->heaptid;
+				UnlockReleaseBuffer(buf);
+				return true;
+			}
+		}
+		UnlockReleaseBuffer(buf);
+		so->walk_blkno++;
+		so->walk_offnum = FirstOffsetNumber;
+	}
+	return false;
+}
+
+bool
+vec_gettuple(IndexScanDesc scan, ScanDirection dir)
+{
+	VecScanOpaque so = (VecScanOpaque) scan->opaque;
+
+	if (so->null_query)
+	{
+		if (!next_any_node(scan, &scan->xs_heaptid))
+			return false;
+		scan->xs_orderbyvals[0] = (Datum) 0;
+		scan->xs_orderbynulls[0] = true;
+		scan->xs_recheckorderby = false;
+		scan->xs_recheck = false;
+		return true;
+	}
+
+	if (!so->started)
+	{
+		start_search(scan);
+		if (!so->done)
+			run_round(scan);
+	}
+	while (!so->done)
+	{
+		while (so->ready_pos < so->nready)
+		{
+			VecFound   *found = &so->found[so->ready[so->ready_pos++]];
+
+			found->returned = true;
+			/* found late, nearer than a row already returned: skip it */
+			if (found->bound < so->last_bound)
+				continue;
+			so->last_bound = found->bound;
+			so->nreturned++;
+			scan->xs_heaptid = found->heaptid;
+			scan->xs_orderbyvals[0] = Float8GetDatum(found->bound);
+			scan->xs_orderbynulls[0] = false;
+			scan->xs_recheckorderby = true;
+			scan->xs_recheck = false;
+			return true;
+		}
+		if (!next_round(scan))
+			so->done = true;
+		else
+			run_round(scan);
+	}
+	return false;
+}
+
+void
+vec_endscan(IndexScanDesc scan)
+{
+	VecScanOpaque so = (VecScanOpaque) scan->opaque;
+
+	MemoryContextDelete(so->scancxt);
+	pfree(so);
+}

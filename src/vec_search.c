@@ -1,0 +1,339 @@
+/*-------------------------------------------------------------------------
+ *
+ * vec_search.c
+ *	  Searching the archer_vector graph on its pages: reading a node's
+ *	  distance or links under a share lock, the visited set, candidate heaps,
+ *	  and HNSW's layer search used by inserts.
+ *
+ * Each node read pins and share-locks one page and copies out only what
+ * the caller needs (a distance, or one layer's links), so no lock is held
+ * across two pages and a concurrent in-place link update is seen either
+ * before or after, never half done.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "miscadmin.h"
+
+#include "vec.h"
+
+/* ---- visited set: open addressing over packed TIDs ---- */
+
+static uint64
+tid_key(ItemPointer tid)
+{
+	return ((uint64) ItemPointerGetBlockNumberNoCheck(tid) << 16) |
+		ItemPointerGetOffsetNumberNoCheck(tid);
+}
+
+void
+vec_visited_init(VecVisited *visited, int expected)
+{
+	uint32		size = 64;
+
+	while (size < (uint32) expected * 2)
+		size *= 2;
+	visited->slots = palloc0(sizeof(uint64) * size);
+	visited->mask = size - 1;
+	visited->count = 0;
+}
+
+static uint32
+visited_hash(uint64 key, uint32 mask)
+{
+	return (uint32) (key * UINT64CONST(0x9E3779B97F4A7C15) >> 32) & mask;
+}
+
+static void
+visited_grow(VecVisited *visited)
+{
+	uint64	   *old = visited->slots;
+	uint32		oldsize = visited->mask + 1;
+
+	visited->slots = palloc0(sizeof(uint64) * oldsize * 2);
+	visited->mask = oldsize * 2 - 1;
+	for (uint32 i = 0; i < oldsize; i++)
+	{
+		if (old[i] != 0)
+		{
+			uint32		pos = visited_hash(old[i], visited->mask);
+
+			while (visited->slots[pos] != 0)
+				pos = (pos + 1) & visited->mask;
+			visited->slots[pos] = old[i];
+		}
+	}
+	pfree(old);
+}
+
+bool
+vec_visited_contains(const VecVisited *visited, ItemPointer tid)
+{
+	uint64		key = tid_key(tid) + 1;
+	uint32		pos = visited_hash(key, visited->mask);
+
+	while (visited->slots[pos] != 0)
+	{
+		if (visited->slots[pos] == key)
+			return true;
+		pos = (pos + 1) & visited->mask;
+	}
+	return false;
+}
+
+/* Add a node; true if it was not there yet */
+bool
+vec_visited_add(VecVisited *visited, ItemPointer tid)
+{
+	/* +1 keeps the key of block 0 offset 0 apart from an empty slot */
+	uint64		key = tid_key(tid) + 1;
+	uint32		pos;
+
+	if (visited->count * 2 >= visited->mask)
+		visited_grow(visited);
+	pos = visited_hash(key, visited->mask);
+	while (visited->slots[pos] != 0)
+	{
+		if (visited->slots[pos] == key)
+			return false;
+		pos = (pos + 1) & visited->mask;
+	}
+	visited->slots[pos] = key;
+	visited->count++;
+	return true;
+}
+
+/* ---- candidate heaps: min-heaps (sign 1) or max-heaps (sign -1) by distance ---- */
+
+void
+vec_heap_init(VecHeap *heap, int capacity, int sign)
+{
+	heap->items = palloc(sizeof(VecCandidate) * Max(capacity, 16));
+	heap->capacity = Max(capacity, 16);
+	heap->count = 0;
+	heap->sign = sign;
+}
+
+static bool
+heap_before(const VecHeap *heap, int a, int b)
+{
+	return heap->sign * (heap->items[a].distance - heap->items[b].distance) < 0;
+}
+
+static void
+heap_swap(VecHeap *heap, int a, int b)
+{
+	VecCandidate tmp = heap->items[a];
+
+	heap->items[a] = heap->items[b];
+	heap->items[b] = tmp;
+}
+
+void
+vec_heap_push(VecHeap *heap, const VecCandidate *item)
+{
+	int			pos;
+
+	if (heap->count == heap->capacity)
+	{
+		heap->capacity *= 2;
+		heap->items = repalloc_huge(heap->items, sizeof(VecCandidate) * heap->capacity);
+	}
+	pos = heap->count++;
+	heap->items[pos] = *item;
+	while (pos > 0 && heap_before(heap, pos, (pos - 1) / 2))
+	{
+		heap_swap(heap, pos, (pos - 1) / 2);
+		pos = (pos - 1) / 2;
+	}
+}
+
+VecCandidate
+vec_heap_pop(VecHeap *heap)
+{
+	VecCandidate top = heap->items[0];
+	int			pos = 0;
+
+	heap->items[0] = heap->items[--heap->count];
+	for (;;)
+	{
+		int			left = 2 * pos + 1;
+		int			best = pos;
+
+		if (left < heap->count && heap_before(heap, left, best))
+			best = left;
+		if (left + 1 < heap->count && heap_before(heap, left + 1, best))
+			best = left + 1;
+		if (best == pos)
+			break;
+		heap_swap(heap, pos, best);
+		pos = best;
+	}
+	return top;
+}
+
+/* ---- reading nodes ---- */
+
+/*
+ * Distance from the query to a node's code; copies the node's header
+ * (heap TID, flags, error) to *header.
+ */
+float
+vec_node_distance(Relation index, const VecIndexInfo *info, const VecQuery *query,
+				  ItemPointer tid, VecNodeHeader *header)
+{
+	BlockNumber blkno = ItemPointerGetBlockNumber(tid);
+	Buffer		buf = archer_read_page(index, blkno, BUFFER_LOCK_SHARE, ARCHER_VEC_PAGE_ID);
+	VecNodeHeader *node = vec_page_node(index, BufferGetPage(buf), blkno,
+										ItemPointerGetOffsetNumber(tid), info);
+	float		distance = vec_query_distance(query, vec_node_code(node));
+
+	*header = *node;
+	UnlockReleaseBuffer(buf);
+	return distance;
+}
+
+/* Copy one layer's links of a node into links[]; returns their number */
+int
+vec_node_links(Relation index, const VecIndexInfo *info, ItemPointer tid, int layer,
+			   ItemPointerData *links)
+{
+	BlockNumber blkno = ItemPointerGetBlockNumber(tid);
+	Buffer		buf = archer_read_page(index, blkno, BUFFER_LOCK_SHARE, ARCHER_VEC_PAGE_ID);
+	VecNodeHeader *node = vec_page_node(index, BufferGetPage(buf), blkno,
+										ItemPointerGetOffsetNumber(tid), info);
+	int			nlinks = 0;
+
+	if (layer <= node->level)
+	{
+		int			nslots;
+		VecNeighbor *slots = vec_node_neighbors(node, info->dim, info->m, layer, &nslots);
+
+		for (int i = 0; i < nslots; i++)
+			if (ItemPointerIsValid(&slots[i].tid))
+				links[nlinks++] = slots[i].tid;
+	}
+	UnlockReleaseBuffer(buf);
+	return nlinks;
+}
+
+/*
+ * HNSW's SEARCH-LAYER: best-first from the entries, keeping the ef nearest.
+ * Deleted nodes are traversed (their links still lead somewhere) but not
+ * returned.  The entries must not be deleted.  Writes up to ef results to
+ * result[], nearest first.
+ */
+int
+vec_search_layer(Relation index, const VecIndexInfo *info, const VecQuery *query,
+				 VecCandidate *entries, int nentries, int ef, int layer,
+				 VecCandidate *result)
+{
+	VecHeap		candidates;
+	VecHeap		nearest;		/* max-heap: the farthest of the best ef on top */
+	VecVisited	visited;
+	ItemPointerData *links = palloc(sizeof(ItemPointerData) * 2 * info->m);
+	int			nresult;
+
+	vec_heap_init(&candidates, ef * 4, 1);
+	vec_heap_init(&nearest, ef + 1, -1);
+	vec_visited_init(&visited, ef * 8);
+	for (int i = 0; i < nentries; i++)
+	{
+		if (!vec_visited_add(&visited, &entries[i].tid))
+			continue;
+		vec_heap_push(&candidates, &entries[i]);
+		vec_heap_push(&nearest, &entries[i]);
+		if (nearest.count > ef)
+			(void) vec_heap_pop(&nearest);
+	}
+
+	while (candidates.count > 0)
+	{
+		VecCandidate current = vec_heap_pop(&candidates);
+		int			nlinks;
+
+		if (nearest.count >= ef && current.distance > nearest.items[0].distance)
+			break;
+		CHECK_FOR_INTERRUPTS();
+		nlinks = vec_node_links(index, info, &current.tid, layer, links);
+		for (int i = 0; i < nlinks; i++)
+		{
+			VecCandidate next;
+			VecNodeHeader header;
+
+			if (!vec_visited_add(&visited, &links[i]))
+				continue;
+			next.tid = links[i];
+			next.distance = vec_node_distance(index, info, query, &links[i], &header);
+			if (nearest.count < ef || next.distance < nearest.items[0].distance)
+			{
+				vec_heap_push(&candidates, &next);
+				if (header.flags & VEC_NODE_DELETED)
+					continue;
+				vec_heap_push(&nearest, &next);
+				if (nearest.count > ef)
+					(void) vec_heap_pop(&nearest);
+			}
+		}
+	}
+
+	/* the max-heap pops farthest first: fill result from the back */
+	nresult = nearest.count;
+	for (int i = nresult - 1; i >= 0; i--)
+		result[i] = vec_heap_pop(&nearest);
+	return nresult;
+}
+
+/* Copy a node's code out of its page */
+void
+vec_copy_node_code(Relation index, const VecIndexInfo *info, ItemPointer tid, uint8 *code)
+{
+	BlockNumber blkno = ItemPointerGetBlockNumber(tid);
+	Buffer		buf = archer_read_page(index, blkno, BUFFER_LOCK_SHARE, ARCHER_VEC_PAGE_ID);
+	VecNodeHeader *node = vec_page_node(index, BufferGetPage(buf), blkno,
+										ItemPointerGetOffsetNumber(tid), info);
+
+	memcpy(code, vec_node_code(node), info->dim);
+	UnlockReleaseBuffer(buf);
+}
+
+/*
+ * HNSW's diversity heuristic over candidates sorted nearest first: keep a
+ * candidate only if it is nearer to the new node than to every kept one;
+ * top up with the nearest of the rest.
+ */
+int
+vec_select_neighbors(Relation index, const VecIndexInfo *info, VecCandidate *sorted,
+				 int ncand, int max, VecCandidate *selected)
+{
+	uint8	   *codes = palloc(Max(ncand, 1) * info->dim);
+	int		   *kept = palloc(sizeof(int) * Max(max, 1));
+	bool	   *taken = palloc0(sizeof(bool) * Max(ncand, 1));
+	int			nselected = 0;
+
+	for (int i = 0; i < ncand; i++)
+		vec_copy_node_code(index, info, &sorted[i].tid, codes + (Size) i * info->dim);
+	for (int i = 0; i < ncand && nselected < max; i++)
+	{
+		bool		keep = true;
+
+		for (int j = 0; j < nselected && keep; j++)
+			if (vec_code_distance(info, codes + (Size) i * info->dim,
+								  codes + (Size) kept[j] * info->dim) < sorted[i].distance)
+				keep = false;
+		if (keep)
+		{
+			kept[nselected] = i;
+			selected[nselected++] = sorted[i];
+			taken[i] = true;
+		}
+	}
+	for (int i = 0; i < ncand && nselected < max; i++)
+		if (!taken[i])
+			selected[nselected++] = sorted[i];
+	pfree(codes);
+	pfree(kept);
+	pfree(taken);
+	return nselected;
+}

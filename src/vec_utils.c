@@ -1,0 +1,354 @@
+/*-------------------------------------------------------------------------
+ *
+ * vec_utils.c
+ *	  archer_vector helpers: node tuple layout, the per-index cache of the
+ *	  quantizer and options, encoding vectors, query distances and the lower
+ *	  bounds handed to the executor.
+ *
+ * Lower bounds.  A node's code decodes to x^ with |x - x^| = error (in the
+ * space the metric works in: the unit vector for cosine).  Then
+ *	L2:		|q - x| >= |q - x^| - error
+ *	IP:		-q.x >= -q.x^ - |q| error
+ *	cosine:	1 - q.x/|x| >= 1 - q.x^ - error			(q normalized)
+ * and a relative margin covers float rounding in the kernels, so the
+ * executor never sees an index distance above the exact one.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "catalog/pg_type.h"
+#include "common/pg_prng.h"
+#include "utils/array.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+
+#include "vec.h"
+
+#define VEC_BOUND_REL_MARGIN	1e-4
+#define VEC_BOUND_ABS_MARGIN	1e-6
+
+static Size
+code_size(int dim)
+{
+	return TYPEALIGN(4, dim);
+}
+
+Size
+vec_node_size(int dim, int m, int level)
+{
+	return sizeof(VecNodeHeader) + code_size(dim) +
+		sizeof(VecNeighbor) * (2 * m + level * m);
+}
+
+uint8 *
+vec_node_code(VecNodeHeader *node)
+{
+	return (uint8 *) node + sizeof(VecNodeHeader);
+}
+
+/* The neighbour slots of one layer of a node */
+VecNeighbor *
+vec_node_neighbors(VecNodeHeader *node, int dim, int m, int layer, int *nslots)
+{
+	char	   *slots = (char *) node + sizeof(VecNodeHeader) + code_size(dim);
+
+	if (layer == 0)
+	{
+		*nslots = 2 * m;
+		return (VecNeighbor *) slots;
+	}
+	*nslots = m;
+	return (VecNeighbor *) (slots + sizeof(VecNeighbor) * (2 * m + (layer - 1) * m));
+}
+
+/* Space on a node page for one tuple and its line pointer */
+static Size
+page_space(void)
+{
+	return BLCKSZ - MAXALIGN(SizeOfPageHeaderData) - MAXALIGN(sizeof(ArcherPageOpaqueData)) -
+		sizeof(ItemIdData);
+}
+
+/* Largest dimension that leaves room for layer 0 and three layers above it */
+int
+vec_max_dim(int m)
+{
+	Size		fixed = MAXALIGN(sizeof(VecNodeHeader) + sizeof(VecNeighbor) * 5 * m);
+
+	return Min(AVECTOR_MAX_DIM, (int) ((page_space() - fixed) & ~3));
+}
+
+/*
+ * Node levels come from a generator of our own with a fixed seed, reset
+ * for each build: the same rows in the same order give the same graph, so
+ * recall figures and tests are reproducible.
+ */
+static pg_prng_state level_prng;
+static bool level_prng_seeded = false;
+
+void
+vec_reset_levels(void)
+{
+	pg_prng_seed(&level_prng, UINT64CONST(0x5eed0a7c4e7));
+	level_prng_seeded = true;
+}
+
+/* HNSW's level distribution: P(level >= l) = m^-l */
+int
+vec_random_level(int m)
+{
+	double		ml = 1.0 / log(m);
+	int			level;
+
+	if (!level_prng_seeded)
+		vec_reset_levels();
+	level = (int) floor(-log(Max(pg_prng_double(&level_prng), 1e-300)) * ml);
+	return Min(level, VEC_MAX_LAYERS - 1);
+}
+
+static int
+metric_of_index(Relation index)
+{
+	Oid			opfamily = index->rd_opfamily[0];
+	Oid			type = index->rd_opcintype[0];
+
+	for (int strategy = 1; strategy <= VEC_NSTRATEGIES; strategy++)
+		if (OidIsValid(get_opfamily_member(opfamily, type, type, strategy)))
+			return strategy;
+	elog(ERROR, "archer_vector operator family %u has no distance operator", opfamily);
+	return 0;					/* keep compiler quiet */
+}
+
+void
+vec_read_meta(Relation index, VecMetaPageData *meta)
+{
+	Buffer		buf = archer_read_page(index, ARCHER_META_BLKNO, BUFFER_LOCK_SHARE,
+									   ARCHER_VEC_PAGE_ID);
+	Page		page = BufferGetPage(buf);
+
+	memcpy(meta, VecPageGetMeta(page), sizeof(VecMetaPageData));
+	UnlockReleaseBuffer(buf);
+	if (!(ArcherPageGetOpaque(page)->flags & ARCHER_PAGE_META) ||
+		meta->common.magic != ARCHER_MAGIC || meta->common.version != ARCHER_PAGE_VERSION)
+		archer_corrupted(index, ARCHER_META_BLKNO, "The meta page is invalid.");
+}
+
+/* The quantizer pages hold the per-dimension min[] then max[] of the build */
+static void
+load_quantizer(Relation index, VecIndexInfo *info, int npages)
+{
+	int			dim = info->dim;
+	float	   *values = palloc(sizeof(float) * 2 * dim);
+	int			nvalues = 0;
+
+	for (int i = 0; i < npages; i++)
+	{
+		BlockNumber blkno = ARCHER_META_BLKNO + 1 + i;
+		Buffer		buf = archer_read_page(index, blkno, BUFFER_LOCK_SHARE, ARCHER_VEC_PAGE_ID);
+		Page		page = BufferGetPage(buf);
+		int			n = archer_page_nentries(page, sizeof(float));
+
+		if (!(ArcherPageGetOpaque(page)->flags & ARCHER_PAGE_QUANTIZER) ||
+			nvalues + n > 2 * dim)
+			archer_corrupted(index, blkno, "A quantizer page is invalid.");
+		memcpy(values + nvalues, ArcherPageGetEntries(page), sizeof(float) * n);
+		nvalues += n;
+		UnlockReleaseBuffer(buf);
+	}
+	if (nvalues != 2 * dim)
+		archer_corrupted(index, ARCHER_META_BLKNO, "The quantizer is incomplete.");
+	archer_sq8_init(&info->sq, dim, values, values + dim, false);
+}
+
+/*
+ * The index's dimension, options, metric and quantizer.  The quantizer is
+ * fixed once the dimension is known, so the copy in rd_amcache (dropped by
+ * any relcache invalidation, REINDEX included) never goes stale; an index
+ * that has no dimension yet is not cached, since its first insert sets it.
+ */
+const VecIndexInfo *
+vec_index_info(Relation index)
+{
+	VecIndexInfo *info;
+	VecMetaPageData meta;
+	MemoryContext oldcxt;
+
+	if (index->rd_amcache != NULL)
+		return (VecIndexInfo *) index->rd_amcache;
+
+	vec_read_meta(index, &meta);
+	oldcxt = MemoryContextSwitchTo(index->rd_indexcxt);
+	info = palloc0(sizeof(VecIndexInfo));
+	info->dim = meta.dim;
+	info->m = meta.m;
+	info->ef_construction = meta.ef_construction;
+	info->metric = meta.metric;
+	info->is_array = index->rd_opcintype[0] == FLOAT4ARRAYOID;
+	if (info->metric != metric_of_index(index))
+		archer_corrupted(index, ARCHER_META_BLKNO, "The meta page's metric does not match the operator class.");
+	if (info->dim > 0)
+		load_quantizer(index, info, meta.quantizer_pages);
+	MemoryContextSwitchTo(oldcxt);
+	if (info->dim > 0)
+		index->rd_amcache = info;
+	return info;
+}
+
+/*
+ * The float values of a column value or query; raises an error for a value
+ * the index cannot hold.  With info->dim == 0 (an index built empty) any
+ * dimension is accepted.
+ */
+const float *
+vec_datum_values(const VecIndexInfo *info, Datum value, int *dim)
+{
+	const float *x;
+
+	if (info->is_array)
+		x = archer_float4_array_values(DatumGetArrayTypeP(value), dim);
+	else
+	{
+		AVector    *vector = DatumGetAVectorP(value);
+
+		*dim = vector->dim;
+		x = vector->x;
+	}
+	if (info->dim != 0 && *dim != info->dim)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_EXCEPTION),
+				 errmsg("expected %d dimensions, not %d", info->dim, *dim),
+				 errdetail("The archer_vector index was built for vectors of %d dimensions.",
+						   info->dim)));
+	return x;
+}
+
+/* Encode x; the error and norm go into the node header */
+void
+vec_encode(const VecIndexInfo *info, const float *x, uint8 *code, float *error,
+		   float *norm, uint8 *flags)
+{
+	int			dim = info->dim;
+	float	   *work = palloc(sizeof(float) * dim);
+	float	   *decoded = palloc(sizeof(float) * dim);
+
+	memcpy(work, x, sizeof(float) * dim);
+	*flags = 0;
+	*norm = sqrtf(archer_vec_inner_product(work, work, dim));
+	if (info->metric == VEC_METRIC_COSINE)
+	{
+		if (*norm == 0)
+			*flags |= VEC_NODE_ZERO;
+		else
+			archer_vec_normalize(work, dim);
+	}
+	archer_sq8_encode(&info->sq, work, code);
+	archer_sq8_decode(&info->sq, code, decoded);
+	*error = sqrtf(archer_vec_l2_squared(work, decoded, dim));
+	pfree(work);
+	pfree(decoded);
+}
+
+void
+vec_query_init(VecQuery *query, const VecIndexInfo *info, const float *q)
+{
+	int			dim = info->dim;
+	float	   *work = palloc(sizeof(float) * dim);
+
+	memcpy(work, q, sizeof(float) * dim);
+	query->info = info;
+	query->qnorm = sqrtf(archer_vec_inner_product(work, work, dim));
+	query->zero = false;
+	if (info->metric == VEC_METRIC_COSINE)
+	{
+		if (query->qnorm == 0)
+			query->zero = true;
+		else
+			archer_vec_normalize(work, dim);
+	}
+	archer_sq8_query_init(&query->sq, &info->sq, work);
+}
+
+/* Distance between the query and a code, in the metric's own units */
+float
+vec_query_distance(const VecQuery *query, const uint8 *code)
+{
+	switch (query->info->metric)
+	{
+		case VEC_METRIC_L2:
+			return sqrtf(Max(0.0f, archer_sq8_query_l2sq(&query->sq, code)));
+		case VEC_METRIC_IP:
+			return -archer_sq8_query_ip(&query->sq, code);
+		case VEC_METRIC_COSINE:
+			return query->zero ? 1.0f : 1.0f - archer_sq8_query_ip(&query->sq, code);
+	}
+	return 0;					/* keep compiler quiet */
+}
+
+/* A lower bound of the exact distance of the node's row, for the executor */
+double
+vec_lower_bound(const VecQuery *query, float code_distance, const VecNodeHeader *node)
+{
+	double		slack;
+	double		magnitude;
+
+	switch (query->info->metric)
+	{
+		case VEC_METRIC_L2:
+			slack = node->error;
+			magnitude = Abs(code_distance) + node->error;
+			break;
+		case VEC_METRIC_IP:
+			slack = (double) query->qnorm * node->error;
+			magnitude = (double) query->qnorm * (node->norm + node->error);
+			break;
+		default:
+			if (query->zero || (node->flags & VEC_NODE_ZERO))
+				return 1.0 - VEC_BOUND_ABS_MARGIN;
+			slack = node->error;
+			magnitude = 1.0 + node->error;
+			break;
+	}
+	return code_distance - slack - magnitude * VEC_BOUND_REL_MARGIN - VEC_BOUND_ABS_MARGIN;
+}
+
+/* Distance between two codes, for building the graph */
+float
+vec_code_distance(const VecIndexInfo *info, const uint8 *a, const uint8 *b)
+{
+	switch (info->metric)
+	{
+		case VEC_METRIC_L2:
+			return sqrtf(Max(0.0f, archer_sq8_l2sq(&info->sq, a, b)));
+		case VEC_METRIC_IP:
+			return -archer_sq8_ip(&info->sq, a, archer_sq8_bias(&info->sq, a),
+								  b, archer_sq8_bias(&info->sq, b));
+		default:
+			return 1.0f - archer_sq8_ip(&info->sq, a, archer_sq8_bias(&info->sq, a),
+										b, archer_sq8_bias(&info->sq, b));
+	}
+}
+
+/* The node tuple at (blkno, offnum) of a locked page, validated */
+VecNodeHeader *
+vec_page_node(Relation index, Page page, BlockNumber blkno, OffsetNumber offnum,
+			  const VecIndexInfo *info)
+{
+	ItemId		itemid;
+	VecNodeHeader *node;
+
+	if (!(ArcherPageGetOpaque(page)->flags & ARCHER_PAGE_NODES) ||
+		offnum < FirstOffsetNumber || offnum > PageGetMaxOffsetNumber(page))
+		archer_corrupted(index, blkno, "A link points to a missing node.");
+	itemid = PageGetItemId(page, offnum);
+	if (!ItemIdIsNormal(itemid))
+		archer_corrupted(index, blkno, "A link points to an unused line pointer.");
+	node = (VecNodeHeader *) PageGetItem(page, itemid);
+	if (node->level >= VEC_MAX_LAYERS ||
+		ItemIdGetLength(itemid) != vec_node_size(info->dim, info->m, node->level))
+		archer_corrupted(index, blkno, "A node tuple has the wrong size.");
+	return node;
+}

@@ -1,0 +1,326 @@
+/*-------------------------------------------------------------------------
+ *
+ * vec_vacuum.c
+ *	  VACUUM for archer_vector: delete the nodes of dead rows and repair the
+ *	  graph around them.
+ *
+ * Under the insert lock (inserts wait; scans go on):
+ *	1. mark the node of every dead row deleted (one WAL record per page);
+ *	2. for every live node linking to a deleted one, rebuild that layer's
+ *	   links from its remaining links and the deleted neighbours' links,
+ *	   chosen by the insert's diversity heuristic: no live node is left
+ *	   pointing at a deleted one, and paths that went through a deleted
+ *	   node get a way around it;
+ *	3. if the entry point died, make the live node on the highest layer the
+ *	   entry point.
+ * Scans running meanwhile may still reach a deleted node through a link
+ * they copied earlier; they traverse it but never return it.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "commands/vacuum.h"
+#include "storage/lmgr.h"
+
+#include "vec.h"
+
+static int
+candidate_cmp(const void *a, const void *b)
+{
+	float		da = ((const VecCandidate *) a)->distance;
+	float		db = ((const VecCandidate *) b)->distance;
+
+	return (da > db) - (da < db);
+}
+
+/* Pass 1: mark the nodes of dead rows; returns how many */
+static int64
+mark_deleted(Relation index, const VecIndexInfo *info, IndexVacuumInfo *vinfo,
+			 IndexBulkDeleteCallback callback, void *callback_state,
+			 VecVisited *deleted, double *nlive)
+{
+	BlockNumber nblocks = RelationGetNumberOfBlocks(index);
+	int64		ndeleted = 0;
+
+	for (BlockNumber blkno = ARCHER_META_BLKNO + 1; blkno < nblocks; blkno++)
+	{
+		Buffer		buf;
+		Page		page;
+		GenericXLogState *state = NULL;
+
+		vacuum_delay_point();
+		buf = ReadBufferExtended(index, MAIN_FORKNUM, blkno, RBM_NORMAL, vinfo->strategy);
+		LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
+		page = BufferGetPage(buf);
+		if (PageIsNew(page))
+		{
+			UnlockReleaseBuffer(buf);
+			continue;
+		}
+		archer_check_page(index, page, blkno, ARCHER_VEC_PAGE_ID);
+		if (!(ArcherPageGetOpaque(page)->flags & ARCHER_PAGE_NODES))
+		{
+			UnlockReleaseBuffer(buf);
+			continue;
+		}
+		for (OffsetNumber off = FirstOffsetNumber; off <= PageGetMaxOffsetNumber(page); off++)
+		{
+			VecNodeHeader *node = vec_page_node(index, page, blkno, off, info);
+			ItemPointerData tid;
+
+			if (node->flags & VEC_NODE_DELETED)
+				continue;
+			if (!callback(&node->heaptid, callback_state))
+			{
+				(*nlive)++;
+				continue;
+			}
+			if (state == NULL)
+			{
+				state = GenericXLogStart(index);
+				page = GenericXLogRegisterBuffer(state, buf, 0);
+				node = vec_page_node(index, page, blkno, off, info);
+			}
+			node->flags |= VEC_NODE_DELETED;
+			ItemPointerSet(&tid, blkno, off);
+			(void) vec_visited_add(deleted, &tid);
+			ndeleted++;
+		}
+		if (state != NULL)
+			GenericXLogFinish(state);
+		UnlockReleaseBuffer(buf);
+	}
+	return ndeleted;
+}
+
+/* Copy a node (header, code and links) out of its page */
+static VecNodeHeader *
+copy_node(Relation index, const VecIndexInfo *info, ItemPointer tid)
+{
+	BlockNumber blkno = ItemPointerGetBlockNumber(tid);
+	Buffer		buf = archer_read_page(index, blkno, BUFFER_LOCK_SHARE, ARCHER_VEC_PAGE_ID);
+	VecNodeHeader *node = vec_page_node(index, BufferGetPage(buf), blkno,
+										ItemPointerGetOffsetNumber(tid), info);
+	Size		size = vec_node_size(info->dim, info->m, node->level);
+	VecNodeHeader *copy = palloc(size);
+
+	memcpy(copy, node, size);
+	UnlockReleaseBuffer(buf);
+	return copy;
+}
+
+/*
+ * Rebuild the links of one layer of a live node that points at deleted
+ * nodes, from its remaining links and the deleted neighbours' links, with
+ * the same diversity heuristic as inserts; returns true if the slots
+ * changed.
+ */
+static bool
+repair_layer(Relation index, const VecIndexInfo *info, VecNodeHeader *node,
+			 ItemPointer self, int layer, VecVisited *deleted)
+{
+	int			nslots;
+	VecNeighbor *slots = vec_node_neighbors(node, info->dim, info->m, layer, &nslots);
+	VecCandidate *cands;
+	int			ncands = 0;
+	int			maxcands = nslots * (nslots + 1);
+	bool		touched = false;
+	VecVisited	seen;
+	VecCandidate *selected;
+	int			nselected;
+
+	for (int i = 0; i < nslots && !touched; i++)
+		touched = ItemPointerIsValid(&slots[i].tid) && vec_visited_contains(deleted, &slots[i].tid);
+	if (!touched)
+		return false;
+
+	cands = palloc(sizeof(VecCandidate) * maxcands);
+	selected = palloc(sizeof(VecCandidate) * nslots);
+	vec_visited_init(&seen, maxcands);
+	(void) vec_visited_add(&seen, self);
+	for (int i = 0; i < nslots; i++)
+	{
+		if (!ItemPointerIsValid(&slots[i].tid) || !vec_visited_add(&seen, &slots[i].tid))
+			continue;
+		if (!vec_visited_contains(deleted, &slots[i].tid))
+		{
+			cands[ncands].tid = slots[i].tid;
+			cands[ncands++].distance = slots[i].distance;
+			continue;
+		}
+		/* a deleted neighbour: its own links are the way around it */
+		{
+			ItemPointerData *links = palloc(sizeof(ItemPointerData) * 2 * info->m);
+			int			nlinks = vec_node_links(index, info, &slots[i].tid, layer, links);
+
+			for (int j = 0; j < nlinks && ncands < maxcands; j++)
+			{
+				VecNodeHeader *other;
+
+				if (vec_visited_contains(deleted, &links[j]) || !vec_visited_add(&seen, &links[j]))
+					continue;
+				other = copy_node(index, info, &links[j]);
+				if (!(other->flags & VEC_NODE_DELETED) && layer <= other->level)
+				{
+					cands[ncands].tid = links[j];
+					cands[ncands++].distance = vec_code_distance(info, vec_node_code(node),
+																 vec_node_code(other));
+				}
+				pfree(other);
+			}
+			pfree(links);
+		}
+	}
+	qsort(cands, ncands, sizeof(VecCandidate), candidate_cmp);
+	nselected = vec_select_neighbors(index, info, cands, ncands, nslots, selected);
+	for (int i = 0; i < nslots; i++)
+	{
+		if (i < nselected)
+		{
+			slots[i].tid = selected[i].tid;
+			slots[i].distance = selected[i].distance;
+		}
+		else
+			ItemPointerSetInvalid(&slots[i].tid);
+		slots[i].pad = 0;
+	}
+	pfree(cands);
+	pfree(selected);
+	return true;
+}
+
+/* Write the repaired links of a node back to its page */
+static void
+write_links(Relation index, const VecIndexInfo *info, ItemPointer tid, VecNodeHeader *repaired)
+{
+	BlockNumber blkno = ItemPointerGetBlockNumber(tid);
+	Buffer		buf = archer_read_page(index, blkno, BUFFER_LOCK_EXCLUSIVE, ARCHER_VEC_PAGE_ID);
+	GenericXLogState *state = GenericXLogStart(index);
+	Page		page = GenericXLogRegisterBuffer(state, buf, 0);
+	VecNodeHeader *node = vec_page_node(index, page, blkno, ItemPointerGetOffsetNumber(tid), info);
+	Size		size = vec_node_size(info->dim, info->m, node->level);
+
+	/* only links change: keep the page's header fields as they are now */
+	memcpy((char *) node + sizeof(VecNodeHeader) + TYPEALIGN(4, info->dim),
+		   (char *) repaired + sizeof(VecNodeHeader) + TYPEALIGN(4, info->dim),
+		   size - sizeof(VecNodeHeader) - TYPEALIGN(4, info->dim));
+	GenericXLogFinish(state);
+	UnlockReleaseBuffer(buf);
+}
+
+/* Passes 2 and 3: repair links, then count the deletions and move the entry point */
+static void
+repair_graph(Relation index, const VecIndexInfo *info, IndexVacuumInfo *vinfo,
+			 VecVisited *deleted, int64 ndeleted)
+{
+	BlockNumber nblocks = RelationGetNumberOfBlocks(index);
+	ItemPointerData top;
+	int			top_level = -1;
+
+	ItemPointerSetInvalid(&top);
+	for (BlockNumber blkno = ARCHER_META_BLKNO + 1; blkno < nblocks; blkno++)
+	{
+		Buffer		buf;
+		Page		page;
+		OffsetNumber maxoff;
+
+		vacuum_delay_point();
+		buf = ReadBufferExtended(index, MAIN_FORKNUM, blkno, RBM_NORMAL, vinfo->strategy);
+		LockBuffer(buf, BUFFER_LOCK_SHARE);
+		page = BufferGetPage(buf);
+		if (PageIsNew(page) || !(ArcherPageGetOpaque(page)->flags & ARCHER_PAGE_NODES))
+		{
+			UnlockReleaseBuffer(buf);
+			continue;
+		}
+		maxoff = PageGetMaxOffsetNumber(page);
+		UnlockReleaseBuffer(buf);
+
+		for (OffsetNumber off = FirstOffsetNumber; off <= maxoff; off++)
+		{
+			ItemPointerData tid;
+			VecNodeHeader *node;
+			bool		changed = false;
+
+			ItemPointerSet(&tid, blkno, off);
+			node = copy_node(index, info, &tid);
+			if (node->flags & VEC_NODE_DELETED)
+			{
+				pfree(node);
+				continue;
+			}
+			if (node->level > top_level)
+			{
+				top_level = node->level;
+				top = tid;
+			}
+			for (int layer = 0; layer <= node->level; layer++)
+				changed |= repair_layer(index, info, node, &tid, layer, deleted);
+			if (changed)
+				write_links(index, info, &tid, node);
+			pfree(node);
+		}
+	}
+
+	{
+		Buffer		metabuf = archer_read_page(index, ARCHER_META_BLKNO, BUFFER_LOCK_EXCLUSIVE,
+											   ARCHER_VEC_PAGE_ID);
+		GenericXLogState *state = GenericXLogStart(index);
+		VecMetaPageData *meta = VecPageGetMeta(GenericXLogRegisterBuffer(state, metabuf, 0));
+
+		meta->ndeleted += ndeleted;
+		if (ItemPointerIsValid(&meta->entry) && vec_visited_contains(deleted, &meta->entry))
+		{
+			meta->entry = top;
+			meta->entry_level = Max(top_level, 0);
+		}
+		GenericXLogFinish(state);
+		UnlockReleaseBuffer(metabuf);
+	}
+}
+
+IndexBulkDeleteResult *
+vec_bulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
+			   IndexBulkDeleteCallback callback, void *callback_state)
+{
+	Relation	index = info->index;
+	const VecIndexInfo *vinfo;
+	VecVisited	deleted;
+	double		nlive = 0;
+	int64		ndeleted;
+
+	if (stats == NULL)
+		stats = palloc0(sizeof(IndexBulkDeleteResult));
+	LockPage(index, VEC_INSERT_LOCK, ExclusiveLock);
+	vinfo = vec_index_info(index);
+	if (vinfo->dim > 0)
+	{
+		vec_visited_init(&deleted, 1024);
+		ndeleted = mark_deleted(index, vinfo, info, callback, callback_state, &deleted, &nlive);
+		if (ndeleted > 0)
+			repair_graph(index, vinfo, info, &deleted, ndeleted);
+		stats->tuples_removed += ndeleted;
+	}
+	UnlockPage(index, VEC_INSERT_LOCK, ExclusiveLock);
+	stats->num_index_tuples = nlive;
+	stats->num_pages = RelationGetNumberOfBlocks(index);
+	return stats;
+}
+
+IndexBulkDeleteResult *
+vec_vacuumcleanup(IndexVacuumInfo *info, IndexBulkDeleteResult *stats)
+{
+	if (info->analyze_only)
+		return stats;
+	if (stats == NULL)
+	{
+		VecMetaPageData meta;
+
+		vec_read_meta(info->index, &meta);
+		stats = palloc0(sizeof(IndexBulkDeleteResult));
+		stats->num_index_tuples = meta.nnodes - meta.ndeleted;
+		stats->num_pages = RelationGetNumberOfBlocks(info->index);
+	}
+	return stats;
+}
