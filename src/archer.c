@@ -12,6 +12,7 @@
 #include "postgres.h"
 
 #include "fmgr.h"
+#include "utils/guc.h"
 
 #include "geo.h"
 #include "vec.h"
@@ -27,4 +28,6 @@ _PG_init(void)
 	archer_geo_init();
 	archer_vector_init();
 	archer_vector_am_init();
+	/* after every archer.* GUC is defined: placeholders of those stay */
+	MarkGUCPrefixReserved("archer");
 }

@@ -50,7 +50,6 @@ archer_geo_init(void)
 							"More cells leave fewer index entries near the boundary to test.",
 							&archer_geo_polygon_max_cells, 256, 4, 100000,
 							PGC_USERSET, 0, NULL, NULL, NULL);
-	MarkGUCPrefixReserved("archer");
 }
 
 static char *

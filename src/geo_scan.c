@@ -83,6 +83,7 @@ typedef struct GeoScanOpaqueData
 	/* condition scans: position in the covering of keys[0] */
 	int			cur_cell;
 	BlockNumber next_blkno;		/* next leaf of the current range, or Invalid */
+	GeoKey		range_hikey;	/* high key of the last leaf read in the range */
 
 	/* ordered scans */
 	bool		ordered;
@@ -193,11 +194,13 @@ entry_matches(GeoScanOpaque so, int first_cell, uint64 cellid, bool *recheck)
  * Read the leaf page of the key range [lo, hi] at *blkno (or, when it is
  * Invalid, the leaf where the range starts) and copy its entries in range
  * to entries.  Sets *blkno to the next leaf of the range, or Invalid when
- * the range is done.
+ * the range is done.  *hikey carries the high key of the page read from
+ * one call to the next: a right link must lead to higher keys, so a damaged
+ * link cannot send the scan round in circles.
  */
 static int
 read_range_page(Relation index, uint64 lo, uint64 hi, BlockNumber *blkno,
-				GeoLeafEntry *entries)
+				GeoKey *hikey, GeoLeafEntry *entries)
 {
 	Buffer		buf;
 	Page		page;
@@ -218,8 +221,13 @@ read_range_page(Relation index, uint64 lo, uint64 hi, BlockNumber *blkno,
 	else
 	{
 		buf = archer_read_page(index, *blkno, BUFFER_LOCK_SHARE, ARCHER_GEO_PAGE_ID);
-		if (!(ArcherPageGetOpaque(BufferGetPage(buf))->flags & ARCHER_PAGE_LEAF))
+		opaque = ArcherPageGetOpaque(BufferGetPage(buf));
+		if (!(opaque->flags & ARCHER_PAGE_LEAF))
 			archer_corrupted(index, *blkno, "A leaf's right link points to a non-leaf page.");
+		if ((opaque->flags & ARCHER_PAGE_HAS_HIKEY) &&
+			geo_key_cmp(opaque->hikey_cellid, &opaque->hikey_tid,
+						hikey->cellid, &hikey->tid) <= 0)
+			archer_corrupted(index, *blkno, "A right link does not lead to higher keys.");
 	}
 	page = BufferGetPage(buf);
 	opaque = ArcherPageGetOpaque(page);
@@ -232,7 +240,11 @@ read_range_page(Relation index, uint64 lo, uint64 hi, BlockNumber *blkno,
 
 	if (pos == nentries && (opaque->flags & ARCHER_PAGE_HAS_HIKEY) &&
 		opaque->hikey_cellid <= hi)
+	{
 		*blkno = opaque->rightlink;
+		hikey->cellid = opaque->hikey_cellid;
+		hikey->tid = opaque->hikey_tid;
+	}
 	else
 		*blkno = InvalidBlockNumber;
 	UnlockReleaseBuffer(buf);
@@ -271,7 +283,8 @@ next_condition_batch(IndexScanDesc scan)
 		else if (so->cur_cell > 0)
 			return false;
 		CHECK_FOR_INTERRUPTS();
-		nentries = read_range_page(scan->indexRelation, lo, hi, &so->next_blkno, entries);
+		nentries = read_range_page(scan->indexRelation, lo, hi, &so->next_blkno,
+								   &so->range_hikey, entries);
 		for (int i = 0; i < nentries; i++)
 		{
 			bool		recheck;
@@ -394,11 +407,13 @@ scan_range_for_ring(IndexScanDesc scan, uint64 lo, uint64 hi)
 {
 	GeoScanOpaque so = (GeoScanOpaque) scan->opaque;
 	BlockNumber blkno = InvalidBlockNumber;
+	GeoKey		hikey;
 	GeoLeafEntry entries[GEO_LEAF_CAPACITY];
 
 	do
 	{
-		int			nentries = read_range_page(scan->indexRelation, lo, hi, &blkno, entries);
+		int			nentries = read_range_page(scan->indexRelation, lo, hi, &blkno, &hikey,
+											   entries);
 
 		CHECK_FOR_INTERRUPTS();
 		for (int i = 0; i < nentries; i++)
@@ -496,6 +511,7 @@ load_null_entries(IndexScanDesc scan)
 {
 	GeoScanOpaque so = (GeoScanOpaque) scan->opaque;
 	BlockNumber blkno = InvalidBlockNumber;
+	GeoKey		hikey;
 	GeoLeafEntry entries[GEO_LEAF_CAPACITY];
 
 	so->nulls_done = true;
@@ -506,7 +522,7 @@ load_null_entries(IndexScanDesc scan)
 	do
 	{
 		int			nentries = read_range_page(scan->indexRelation, GEO_NULL_CELLID,
-											   GEO_NULL_CELLID, &blkno, entries);
+											   GEO_NULL_CELLID, &blkno, &hikey, entries);
 
 		for (int i = 0; i < nentries; i++)
 			if (entries[i].cellid == GEO_NULL_CELLID)
@@ -630,6 +646,8 @@ geo_gettuple(IndexScanDesc scan, ScanDirection dir)
 	}
 	scan->xs_heaptid = cand.tid;
 	scan->xs_recheck = cand.recheck;
+	if (scan->xs_want_itup)
+		archer_set_empty_itup(scan);
 	return true;
 }
 

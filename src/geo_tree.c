@@ -78,9 +78,17 @@ geo_move_right(Relation index, Buffer buf, uint64 cellid, ItemPointer tid, int l
 {
 	while (key_beyond_page(BufferGetPage(buf), cellid, tid))
 	{
-		BlockNumber right = ArcherPageGetOpaque(BufferGetPage(buf))->rightlink;
-		Buffer		next = archer_read_page(index, right, lockmode, ARCHER_GEO_PAGE_ID);
+		ArcherPageOpaque opaque = ArcherPageGetOpaque(BufferGetPage(buf));
+		Buffer		next = archer_read_page(index, opaque->rightlink, lockmode,
+											ARCHER_GEO_PAGE_ID);
+		ArcherPageOpaque nextopaque = ArcherPageGetOpaque(BufferGetPage(next));
 
+		/* right links lead to higher keys, or a damaged link would loop */
+		if ((nextopaque->flags & ARCHER_PAGE_HAS_HIKEY) &&
+			geo_key_cmp(nextopaque->hikey_cellid, &nextopaque->hikey_tid,
+						opaque->hikey_cellid, &opaque->hikey_tid) <= 0)
+			archer_corrupted(index, BufferGetBlockNumber(next),
+							 "A right link does not lead to higher keys.");
 		UnlockReleaseBuffer(buf);
 		buf = next;
 		CHECK_FOR_INTERRUPTS();

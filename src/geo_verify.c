@@ -10,7 +10,8 @@
  * page kind, entry count, strict key order within and across pages, keys
  * below the high key, high keys present exactly where right links are;
  * finally that every row visible to a fresh snapshot has an entry with the
- * cell id of its point.  Holds ShareLock on the table, so writers wait.
+ * cell id of its point.  Holds ShareLock on the table, so writers wait
+ * (AccessShareLock on a hot standby, where only replay writes).
  *
  *-------------------------------------------------------------------------
  */
@@ -22,6 +23,7 @@
 #include "catalog/pg_am.h"
 #include "catalog/pg_class.h"
 #include "commands/defrem.h"
+#include "access/xlog.h"
 #include "miscadmin.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
@@ -212,20 +214,24 @@ archer_geo_verify(PG_FUNCTION_ARGS)
 	IndexInfo  *indexInfo;
 	Snapshot	snapshot;
 	TableScanDesc scan;
+	LOCKMODE	lockmode;
 
 	if (get_rel_relkind(indexoid) != RELKIND_INDEX)
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("\"%s\" is not an index", get_rel_name(indexoid) ? get_rel_name(indexoid) : "?")));
+	/* before taking any lock: a non-owner must not be able to stall writers */
+	if (!pg_class_ownercheck(indexoid, GetUserId()))
+		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_INDEX, get_rel_name(indexoid));
 	heapoid = IndexGetRelation(indexoid, false);
-	heap = table_open(heapoid, ShareLock);
-	index = index_open(indexoid, ShareLock);
+	/* a hot standby allows no ShareLock; replay is the only writer there */
+	lockmode = RecoveryInProgress() ? AccessShareLock : ShareLock;
+	heap = table_open(heapoid, lockmode);
+	index = index_open(indexoid, lockmode);
 	if (index->rd_rel->relam != get_index_am_oid("archer_geo", false))
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("\"%s\" is not an archer_geo index", RelationGetRelationName(index))));
-	if (!pg_class_ownercheck(indexoid, GetUserId()))
-		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_INDEX, RelationGetRelationName(index));
 
 	state.index = index;
 	state.nblocks = RelationGetNumberOfBlocks(index);
@@ -253,7 +259,7 @@ archer_geo_verify(PG_FUNCTION_ARGS)
 						   verify_heap_callback, &state, scan);
 	UnregisterSnapshot(snapshot);
 
-	index_close(index, ShareLock);
-	table_close(heap, ShareLock);
+	index_close(index, lockmode);
+	table_close(heap, lockmode);
 	PG_RETURN_INT64(state.nkeys);
 }

@@ -36,6 +36,7 @@
 #include "postgres.h"
 
 #include "access/generic_xlog.h"
+#include "access/genam.h"
 #include "storage/bufmgr.h"
 #include "storage/bufpage.h"
 #include "storage/itemptr.h"
@@ -107,5 +108,6 @@ extern void archer_corrupted(Relation index, BlockNumber blkno,
 							 const char *detail) pg_attribute_noreturn();
 extern void archer_write_new_page(Relation index, BlockNumber expected, Page page);
 extern void archer_log_all_pages(Relation index);
+extern void archer_set_empty_itup(IndexScanDesc scan);
 
 #endif							/* ARCHER_STORAGE_H */

@@ -167,16 +167,6 @@ start_search(IndexScanDesc scan)
 }
 
 static int
-found_distance_cmp(const void *a, const void *b, void *arg)
-{
-	const VecFound *found = (const VecFound *) arg;
-	float		da = found[*(const int *) a].distance;
-	float		db = found[*(const int *) b].distance;
-
-	return (da > db) - (da < db);
-}
-
-static int
 found_bound_cmp(const void *a, const void *b, void *arg)
 {
 	const VecFound *found = (const VecFound *) arg;
@@ -206,8 +196,7 @@ run_round(IndexScanDesc scan)
 	MemoryContext oldcxt = MemoryContextSwitchTo(so->scancxt);
 	VecHeap		best;			/* max-heap of the width nearest found */
 	ItemPointerData *links = palloc(sizeof(ItemPointerData) * 2 * info->m);
-	int		   *order;
-	int			nbest;
+	float		limit;
 
 	vec_heap_init(&best, so->width + 1, -1);
 	for (int i = 0; i < so->nfound; i++)
@@ -251,20 +240,19 @@ run_round(IndexScanDesc scan)
 		}
 	}
 
-	/* the width nearest found nodes not yet returned, ordered by bound */
-	order = palloc(sizeof(int) * Max(so->nfound, 1));
-	for (int i = 0; i < so->nfound; i++)
-		order[i] = i;
-	qsort_arg(order, so->nfound, sizeof(int), found_distance_cmp, so->found);
-	nbest = Min(so->nfound, so->width);
-	so->ready = MemoryContextAlloc(so->scancxt, sizeof(int) * Max(nbest, 1));
+	/*
+	 * The width nearest found nodes not yet returned, ordered by bound: the
+	 * best heap's top is the width-th nearest distance, so a filter on it
+	 * replaces sorting everything found.
+	 */
+	limit = best.count > 0 ? best.items[0].distance : FLT_MAX;
+	so->ready = MemoryContextAlloc(so->scancxt, sizeof(int) * Max(so->nfound, 1));
 	so->nready = 0;
-	for (int i = 0; i < nbest; i++)
-		if (!so->found[order[i]].returned)
-			so->ready[so->nready++] = order[i];
+	for (int i = 0; i < so->nfound; i++)
+		if (!so->found[i].returned && so->found[i].distance <= limit)
+			so->ready[so->nready++] = i;
 	qsort_arg(so->ready, so->nready, sizeof(int), found_bound_cmp, so->found);
 	so->ready_pos = 0;
-	pfree(order);
 	MemoryContextSwitchTo(oldcxt);
 }
 
@@ -350,6 +338,8 @@ vec_gettuple(IndexScanDesc scan, ScanDirection dir)
 		scan->xs_orderbynulls[0] = true;
 		scan->xs_recheckorderby = false;
 		scan->xs_recheck = false;
+		if (scan->xs_want_itup)
+			archer_set_empty_itup(scan);
 		return true;
 	}
 
