@@ -1,0 +1,1934 @@
+/*-------------------------------------------------------------------------
+ *
+ * georegion.c
+ *	  Query regions of the geo index (spherical caps and unions of polygons),
+ *	  their S2 cell coverings, and the per-entry decisions of a scan.
+ *
+ * Contract
+ * --------
+ * The index holds the leaf cell id of each row's point.  A scan reads the
+ * id ranges of a covering's cells; entries of INSIDE cells are returned
+ * without a check, entries of PARTIAL cells go through
+ * georegion_relate_leaf, which may answer INSIDE (no recheck), DISJOINT
+ * (skip) or PARTIAL (the executor runs the exact predicate).  Correctness
+ * therefore only requires that INSIDE is never said of a cell or leaf
+ * holding a point the exact predicate rejects, that DISJOINT is never said
+ * of one holding a point it accepts, and that the covering holds every
+ * point of the region.  Everything here errs towards PARTIAL: a leaf entry
+ * stands for any point of its leaf cell (s2_level_max_radius(30), about
+ * 1.5 cm, plus rounding slack), and anything within a margin of an edge is
+ * PARTIAL.
+ *
+ * Caps
+ * ----
+ * A cell is DISJOINT when its minimum angle to the center exceeds the outer
+ * angle, INSIDE when its maximum angle is within the inner angle, both with
+ * GR_ANGLE_SLACK against rounding; a leaf is judged by its center's angle
+ * widened by the leaf radius.
+ *
+ * Polygons: edge index and crossing parity
+ * -----------------------------------------
+ * A polygon region is the union of polygons with holes; a point belongs to
+ * it when it is inside or on the boundary of some polygon, where "inside a
+ * polygon" is the parity of the number of its rings (shell and holes) that
+ * enclose the point.  Parity is tracked per polygon, so overlapping
+ * polygons still form a union.
+ *
+ * Both kinds of polygon are reduced to straight segments in a plane:
+ *
+ *	- planar (PostGIS geometry, SRID 4326): the (lng, lat) plane itself,
+ *	  where the edges are segments by definition;
+ *	- geodesic (geography, built-in point): each S2 cube face.  The face
+ *	  projection is gnomonic, so a great-circle arc is a straight segment in
+ *	  the face's (u, v) coordinates, and an S2 cell is an axis-aligned
+ *	  rectangle there.  Every edge is clipped (in 3-space, by linear
+ *	  constraints on the chord between its endpoints) to each face's square
+ *	  grown by GR_UV_FACE_PAD, giving per-face segment lists.
+ *
+ * Over each plane sits a lazily refined quadtree (GrNode): on a face the
+ * nodes are exactly the S2 cells, on the planar plane they are halvings of
+ * a box around the (lng, lat) domain.  A node keeps the edges that come
+ * within "pad" of its rectangle, and a reference point at least "clear"
+ * away from all of them, together with the set of polygons containing that
+ * point.  A node is split, four children at a time, only when a covering or
+ * a query needs it and it holds more than GR_NODE_MAX_EDGES edges, so the
+ * work per query stays proportional to the edges near the point asked
+ * about, never to the whole polygon.
+ *
+ * The containment of any point q of a node's rectangle follows from its
+ * reference point r: walk the segment r->q, which stays inside the
+ * rectangle, and flip a polygon's membership at each crossing with one of
+ * its edges; only the node's own edges can cross it.  A node's reference
+ * point is preferably its split point, the corner its four children share:
+ * the children then inherit it with its polygon set, and a split costs at
+ * most one walk (moving the parent's reference there) instead of one per
+ * child.  Where that point is not clear of the edges a child picks another
+ * point and walks to it; in the (degenerate) case where no point tried is
+ * clear, the node borrows its nearest ancestor's reference and edges.  The
+ * roots get their reference without a walk: on the planar plane it lies
+ * outside [-180, 180] x [-90, 90], beyond every polygon; on a face, each
+ * polygon's containment of the root reference is counted along
+ * great-circle arcs from a point known to be outside that polygon (see
+ * below).
+ *
+ * Why the parity is exact although computed in floating point: the side of
+ * the line r->q on which an edge endpoint lies is computed from the
+ * endpoint's coordinates alone, so the two edges sharing a vertex always
+ * agree on it; the effect is that of nudging vertices that lie (nearly) on
+ * the line to one side, which cannot change the containment of r or q as
+ * long as both are far (compared to rounding error) from every edge.  For an
+ * edge whose endpoints are on opposite sides, the crossing point is
+ * interpolated on the edge itself and then located along r->q; lying on the
+ * edge, it is far from r and q, so rounding cannot move it past either.
+ * Reference points are chosen "clear" of edges for this reason, and query
+ * points too close to an edge never reach the walk: they are PARTIAL
+ * (relate_leaf, covering) or on the boundary (contains_point).  Clipped
+ * edge ends lie on the padded face border, far outside every cell, and do
+ * not need the shared-vertex argument.
+ *
+ * Geodesic specifics.  A polygon's interior is the side of its rings not
+ * holding its reference point: the antipode of the normalized sum of its
+ * shell vertices (which must be well clear of the edges).  The root
+ * reference of each face is located by counting crossings along one or two
+ * great-circle arcs from that point, each between 0.3 and 2.6 radians long
+ * so that its plane is well conditioned; the same side-of-vertex argument
+ * applies.  Distances in (u, v) are at most GR_UV_STRETCH times the angle
+ * anywhere on a padded face, which converts the leaf radius into a (u, v)
+ * margin.  georegion_contains_point is the exact predicate for built-in
+ * points: a point within GR_UV_TOL of an edge in (u, v) is on the boundary
+ * (inside); otherwise its parity decides.  relate_leaf only answers INSIDE
+ * or DISJOINT for a leaf farther than leaf radius plus that tolerance from
+ * every edge, so every point of the leaf gets the same answer from
+ * contains_point, and the two can never disagree.
+ *
+ * Planar specifics.  Longitude does not wrap in the plane but does on the
+ * sphere, and all longitudes are the same S2 point at the poles, so a cell
+ * or leaf is turned into the planar rectangles that may hold the
+ * coordinates of a point in it ("pieces", see planar_pieces): the lat/lng
+ * bound grown by the margin, split at the antimeridian, duplicated at
+ * lng -180 when it reaches lng 180 (and vice versa), and widened to all
+ * longitudes when it reaches a pole.  The answer is INSIDE (DISJOINT) only
+ * if every piece is.  A leaf's pieces come from its center's lat/lng and
+ * the leaf radius, and are classified from the smallest quadtree node
+ * holding its covering cell (found once per covering), so the work per
+ * entry is a short descent.  georegion_contains_point also works on planar
+ * regions (boundary within GR_DEG_TOL counts as inside).
+ *
+ * Covering
+ * --------
+ * Like S2RegionCoverer: start from the six faces, drop DISJOINT cells, keep
+ * INSIDE ones, and split PARTIAL ones, largest first, replacing each by its
+ * non-disjoint children as long as the total stays within max_cells.  A
+ * split that leaves a single child costs nothing and is always taken, so a
+ * small region descends straight to cells of its own size; four INSIDE
+ * children make their parent INSIDE.  Cells left when the budget runs out
+ * stay PARTIAL.  On a geodesic region the covering cells are quadtree nodes,
+ * and relate_leaf continues the descent from the covering cell.
+ *
+ * Limits
+ * ------
+ * - A geodesic polygon must not contain the antipode of its vertex centroid,
+ *   roughly: it must fit in a hemisphere.  A centroid sum near zero, or an
+ *   antipode near an edge, raises "polygon is too large"; a polygon that
+ *   does contain that point is silently read as its complement.
+ * - Geodesic edges between (nearly) antipodal vertices are ambiguous and
+ *   raise an error.
+ * - The boundary tolerance of georegion_contains_point is GR_UV_TOL in face
+ *   coordinates (a few micrometres on the Earth); within about 2-5 cm of an
+ *   edge relate_leaf answers PARTIAL.
+ * - Planar answers assume the indexed values have lng in [-180, 180] and
+ *   lat in [-90, 90] (the callers reject others): a value at lng 190 has
+ *   the S2 cell of lng -170, and its planar position is not considered.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "miscadmin.h"
+#include "utils/memutils.h"
+
+#include "georegion.h"
+
+#define GR_DEG_PER_RAD		(180.0 / M_PI)
+#define GR_RAD_PER_DEG		(M_PI / 180.0)
+
+/* slack for rounding in angles (radians): well under a micrometre */
+#define GR_ANGLE_SLACK		1e-13
+
+/* slack for rounding in degrees computed from points */
+#define GR_DEG_SLACK		1e-12
+
+/* a node with more edges than this is split when a query needs it */
+#define GR_NODE_MAX_EDGES	12
+
+/* candidates tried for a node's reference point */
+#define GR_REF_TRIES		64
+
+/*
+ * Geodesic constants, in face (u, v) units.  On a face padded by
+ * GR_UV_FACE_PAD the gnomonic projection stretches distances by at most
+ * 1 + u^2 + v^2 < 3.0001, hence GR_UV_STRETCH.
+ */
+#define GR_UV_STRETCH		3.1
+#define GR_UV_FACE_PAD		1e-6
+#define GR_UV_TOL			1e-12
+#define GR_UV_CLEAR			1e-11
+/* both ends of an edge this deep inside one face: the edge is on no other */
+#define GR_UV_FACE_INNER	0.99
+
+/* angle (radians) a polygon's outside point keeps from its edges */
+#define GR_SPHERE_CLEAR		1e-12
+/* great-circle walks are kept between these lengths (radians) */
+#define GR_WALK_MIN			0.3
+#define GR_WALK_MAX			2.6
+/* dot product of edge endpoints below which the edge is ambiguous */
+#define GR_ANTIPODAL_DOT	(-1.0 + 1e-12)
+/* a shell's mean vertex vector shorter than this has no usable center */
+#define GR_MIN_MEAN			1e-6
+
+/* planar constants, in degrees */
+#define GR_DEG_NODE_PAD		1e-9
+#define GR_DEG_QUERY_PAD	1e-10
+#define GR_DEG_TOL			1e-11
+#define GR_DEG_CLEAR		1e-10
+#define GR_PLANAR_MAX_DEPTH 32
+
+/* more vertices than this in one region is refused */
+#define GR_MAX_VERTICES		100000000
+
+/* "no part of the query overlaps this node", for combining relations */
+#define GR_REL_NONE			(-1)
+
+typedef struct GrRect
+{
+	double		x0;
+	double		y0;
+	double		x1;
+	double		y1;
+} GrRect;
+
+/* A straight edge in a plane: (lng, lat) degrees, or a face's (u, v) */
+typedef struct GrEdge
+{
+	double		x0;
+	double		y0;
+	double		x1;
+	double		y1;
+	int			poly;			/* polygon the edge belongs to */
+} GrEdge;
+
+typedef struct GrNode
+{
+	GrRect		rect;
+	int			level;			/* S2 level, or planar depth */
+	S2CellId	cellid;			/* geodesic: the S2 cell this node is */
+	int			nedges;			/* edges within the plane's pad of rect */
+	int		   *edges;			/* indexes into the plane's edge array */
+
+	/*
+	 * The node whose reference point serves this node: itself, or, when no
+	 * point of rect is clear of the edges, the nearest ancestor that has
+	 * one.
+	 */
+	struct GrNode *src;
+	double		rx;				/* reference point, valid when src == self */
+	double		ry;
+	int			nin;			/* polygons containing it */
+	int		   *in;
+	struct GrNode *child;		/* 4 children once split, else NULL */
+} GrNode;
+
+/* One edge index: a cube face, or the planar (lng, lat) plane */
+typedef struct GrPlane
+{
+	int			face;			/* S2 face, or -1 for the planar plane */
+	int			nedges;
+	GrEdge	   *edges;
+	GrNode	   *root;
+	double		pad;			/* node edge lists reach this far out */
+	double		clear;			/* reference points keep this far from edges */
+	double		tol;			/* boundary tolerance of contains_point */
+} GrPlane;
+
+typedef enum GrKind
+{
+	GR_CAP,
+	GR_PLANAR,
+	GR_GEODESIC
+} GrKind;
+
+struct GeoRegion
+{
+	GrKind		kind;
+	MemoryContext mcxt;			/* lazily built parts live here */
+
+	/* cap */
+	S2Point		center;
+	double		inner;
+	double		outer;
+
+	/* polygons */
+	int			npolygons;
+	bool		indexed;		/* planes built */
+	GrPlane		planes[S2_NUM_FACES];	/* planar: planes[0] only */
+
+	/* geodesic: all ring vertices (closing vertex included), in order */
+	S2Point    *verts;
+	int		   *ring_start;		/* ring i is verts[ring_start[i] ..
+								 * ring_start[i + 1] - 1] */
+	int		   *poly_ring;		/* polygon p has rings poly_ring[p] ..
+								 * poly_ring[p + 1] - 1 */
+	S2Point    *poly_ref;		/* a point outside each polygon */
+	double		leaf_margin;	/* relate_leaf margin, (u, v) units */
+
+	/* per-polygon parity scratch, all clear between walks */
+	uint8	   *odd;
+	bool	   *seen;
+	int		   *touched;
+	int			ntouched;
+	int		   *setbuf;
+
+	/*
+	 * Last covering: per cell, its quadtree node (geodesic) or the planar
+	 * node its leaves start from (planar)
+	 */
+	int			ncover;
+	GrNode	  **cover_nodes;
+};
+
+/* A covering candidate */
+typedef struct GrCand
+{
+	S2CellId	id;
+	int			level;
+	GeoRelation rel;
+	GrNode	   *node;			/* geodesic: the cell's node; planar: the
+								 * smallest node holding it */
+} GrCand;
+
+typedef struct GrCandList
+{
+	GrCand	   *items;
+	int			n;
+	int			cap;
+} GrCandList;
+
+typedef struct GrEdgeList
+{
+	GrEdge	   *edges;
+	int			n;
+	int			cap;
+} GrEdgeList;
+
+
+/* ------------------------------------------------------------------------
+ * Small helpers
+ * ------------------------------------------------------------------------
+ */
+
+static void *
+region_alloc(GeoRegion *r, Size size)
+{
+	return MemoryContextAllocHuge(r->mcxt, size);
+}
+
+static GeoRegion *
+region_new(GrKind kind)
+{
+	GeoRegion  *r = palloc0(sizeof(GeoRegion));
+
+	r->kind = kind;
+	r->mcxt = CurrentMemoryContext;
+	return r;
+}
+
+static inline S2Point
+vec3(double x, double y, double z)
+{
+	S2Point		p;
+
+	p.x = x;
+	p.y = y;
+	p.z = z;
+	return p;
+}
+
+static inline double
+vdot(S2Point a, S2Point b)
+{
+	return a.x * b.x + a.y * b.y + a.z * b.z;
+}
+
+static inline S2Point
+vcross(S2Point a, S2Point b)
+{
+	return vec3(a.y * b.z - a.z * b.y, a.z * b.x - a.x * b.z,
+				a.x * b.y - a.y * b.x);
+}
+
+static inline S2Point
+vcomb(double s, S2Point a, double t, S2Point b)
+{
+	return vec3(s * a.x + t * b.x, s * a.y + t * b.y, s * a.z + t * b.z);
+}
+
+static inline S2Point
+vnormalize(S2Point a)
+{
+	double		n = sqrt(vdot(a, a));
+
+	return vec3(a.x / n, a.y / n, a.z / n);
+}
+
+static inline double
+vangle(S2Point a, S2Point b)
+{
+	S2Point		c = vcross(a, b);
+
+	return atan2(sqrt(vdot(c, c)), vdot(a, b));
+}
+
+/*
+ * The face frame of S2: for face f, u = un / n and v = vn / n (S2's
+ * ValidFaceXYZtoUV).  Only sign changes and component choices, so exact.
+ */
+static inline void
+face_frame(int face, S2Point p, double *n, double *un, double *vn)
+{
+	switch (face)
+	{
+		case 0:
+			*n = p.x;
+			*un = p.y;
+			*vn = p.z;
+			break;
+		case 1:
+			*n = p.y;
+			*un = -p.x;
+			*vn = p.z;
+			break;
+		case 2:
+			*n = p.z;
+			*un = -p.x;
+			*vn = -p.y;
+			break;
+		case 3:
+			*n = -p.x;
+			*un = -p.z;
+			*vn = -p.y;
+			break;
+		case 4:
+			*n = -p.y;
+			*un = -p.z;
+			*vn = p.x;
+			break;
+		default:
+			*n = -p.z;
+			*un = p.y;
+			*vn = p.x;
+			break;
+	}
+}
+
+static inline void
+face_uv(int face, S2Point p, double *u, double *v)
+{
+	double		n;
+	double		un;
+	double		vn;
+
+	face_frame(face, p, &n, &un, &vn);
+	*u = un / n;
+	*v = vn / n;
+}
+
+/* Unit vector of face coordinates (u, v) (S2's FaceUVtoXYZ, normalized) */
+static S2Point
+face_uv_point(int face, double u, double v)
+{
+	switch (face)
+	{
+		case 0:
+			return vnormalize(vec3(1, u, v));
+		case 1:
+			return vnormalize(vec3(-u, 1, v));
+		case 2:
+			return vnormalize(vec3(-u, -v, 1));
+		case 3:
+			return vnormalize(vec3(-1, -v, -u));
+		case 4:
+			return vnormalize(vec3(v, -1, -u));
+		default:
+			return vnormalize(vec3(v, u, -1));
+	}
+}
+
+/* The face whose axis is p's largest component */
+static int
+point_face(S2Point p)
+{
+	double		ax = fabs(p.x);
+	double		ay = fabs(p.y);
+	double		az = fabs(p.z);
+
+	if (ax >= ay && ax >= az)
+		return p.x < 0 ? 3 : 0;
+	if (ay >= az)
+		return p.y < 0 ? 4 : 1;
+	return p.z < 0 ? 5 : 2;
+}
+
+/* The (u, v) rectangle of a cell, from its vertices */
+static void
+cell_uv_rect(int face, S2CellId id, GrRect *rect)
+{
+	S2Point		v[4];
+	int			i;
+
+	s2_cell_vertices(id, v);
+	for (i = 0; i < 4; i++)
+	{
+		double		u;
+		double		w;
+
+		face_uv(face, v[i], &u, &w);
+		if (i == 0 || u < rect->x0)
+			rect->x0 = u;
+		if (i == 0 || u > rect->x1)
+			rect->x1 = u;
+		if (i == 0 || w < rect->y0)
+			rect->y0 = w;
+		if (i == 0 || w > rect->y1)
+			rect->y1 = w;
+	}
+}
+
+/* Combine the relations of two parts of a query */
+static int
+rel_combine(int a, int b)
+{
+	if (a == GR_REL_NONE)
+		return b;
+	if (b == GR_REL_NONE || a == b)
+		return a;
+	return GEO_PARTIAL;
+}
+
+
+/* ------------------------------------------------------------------------
+ * Planar segment primitives (shared by the (lng, lat) plane and the faces)
+ * ------------------------------------------------------------------------
+ */
+
+/* Does the segment come within pad of the rectangle?  (Never a false "no") */
+static bool
+edge_near_rect(const GrEdge *e, const GrRect *r, double pad)
+{
+	double		x0 = r->x0 - pad;
+	double		y0 = r->y0 - pad;
+	double		x1 = r->x1 + pad;
+	double		y1 = r->y1 + pad;
+	double		dx;
+	double		dy;
+	double		s[4];
+
+	/* separating axes: the rectangle's sides, then the segment's normal */
+	if (Max(e->x0, e->x1) < x0 || Min(e->x0, e->x1) > x1 ||
+		Max(e->y0, e->y1) < y0 || Min(e->y0, e->y1) > y1)
+		return false;
+	dx = e->x1 - e->x0;
+	dy = e->y1 - e->y0;
+	s[0] = dx * (y0 - e->y0) - dy * (x0 - e->x0);
+	s[1] = dx * (y0 - e->y0) - dy * (x1 - e->x0);
+	s[2] = dx * (y1 - e->y0) - dy * (x0 - e->x0);
+	s[3] = dx * (y1 - e->y0) - dy * (x1 - e->x0);
+	if (s[0] > 0 && s[1] > 0 && s[2] > 0 && s[3] > 0)
+		return false;
+	if (s[0] < 0 && s[1] < 0 && s[2] < 0 && s[3] < 0)
+		return false;
+	return true;
+}
+
+/* Is (x, y) within dist of the segment? */
+static inline bool
+edge_near_point(const GrEdge *e, double x, double y, double dist)
+{
+	double		dx;
+	double		dy;
+	double		px;
+	double		py;
+	double		len2;
+
+	if (x < Min(e->x0, e->x1) - dist || x > Max(e->x0, e->x1) + dist ||
+		y < Min(e->y0, e->y1) - dist || y > Max(e->y0, e->y1) + dist)
+		return false;
+	dx = e->x1 - e->x0;
+	dy = e->y1 - e->y0;
+	px = x - e->x0;
+	py = y - e->y0;
+	len2 = dx * dx + dy * dy;
+	if (len2 > 0)
+	{
+		double		t = (px * dx + py * dy) / len2;
+
+		t = Max(0.0, Min(1.0, t));
+		px -= t * dx;
+		py -= t * dy;
+	}
+	return px * px + py * py <= dist * dist;
+}
+
+/*
+ * Side of (x, y) relative to the line through (rx, ry) with direction
+ * (dx, dy).  Every crossing test computes a vertex's side with this one
+ * function, so the two edges at a vertex agree on it (see file header).
+ */
+static inline double
+side_of(double rx, double ry, double dx, double dy, double x, double y)
+{
+	return dx * (y - ry) - dy * (x - rx);
+}
+
+/*
+ * Does the segment from (rx, ry) along (dx, dy) (dd = its squared length)
+ * cross edge e?  Both ends of the segment must be clear of e.
+ */
+static inline bool
+edge_crosses(double rx, double ry, double dx, double dy, double dd,
+			 const GrEdge *e)
+{
+	double		sa = side_of(rx, ry, dx, dy, e->x0, e->y0);
+	double		sb = side_of(rx, ry, dx, dy, e->x1, e->y1);
+	double		w;
+	double		t;
+
+	if ((sa > 0) == (sb > 0))
+		return false;
+	/* the crossing point, interpolated on the edge: w is within [0, 1] */
+	w = sa / (sa - sb);
+	t = (e->x0 + (e->x1 - e->x0) * w - rx) * dx +
+		(e->y0 + (e->y1 - e->y0) * w - ry) * dy;
+	return t > 0 && t < dd;
+}
+
+
+/* ------------------------------------------------------------------------
+ * Per-polygon parity
+ * ------------------------------------------------------------------------
+ */
+
+static void
+parity_flip(GeoRegion *r, int poly)
+{
+	if (!r->seen[poly])
+	{
+		r->seen[poly] = true;
+		r->touched[r->ntouched++] = poly;
+	}
+	r->odd[poly] ^= 1;
+}
+
+/*
+ * Walk from src's reference point to (x, y), which must lie in src's
+ * rectangle and be clear of its edges.  Returns how many polygons contain
+ * (x, y) and, when out is not NULL, stores them there.
+ */
+static int
+parity_walk(GeoRegion *r, const GrPlane *pl, const GrNode *src,
+			double x, double y, int *out)
+{
+	double		dx = x - src->rx;
+	double		dy = y - src->ry;
+	double		dd = dx * dx + dy * dy;
+	int			n = 0;
+	int			i;
+
+	Assert(src->src == src);
+	for (i = 0; i < src->nin; i++)
+		parity_flip(r, src->in[i]);
+	for (i = 0; i < src->nedges; i++)
+	{
+		const GrEdge *e = &pl->edges[src->edges[i]];
+
+		if (edge_crosses(src->rx, src->ry, dx, dy, dd, e))
+			parity_flip(r, e->poly);
+	}
+	for (i = 0; i < r->ntouched; i++)
+	{
+		int			poly = r->touched[i];
+
+		if (r->odd[poly])
+		{
+			if (out)
+				out[n] = poly;
+			n++;
+		}
+		r->odd[poly] = 0;
+		r->seen[poly] = false;
+	}
+	r->ntouched = 0;
+	return n;
+}
+
+
+/* ------------------------------------------------------------------------
+ * Quadtree nodes
+ * ------------------------------------------------------------------------
+ */
+
+/* Is (x, y) clear of all of the node's edges? */
+static bool
+node_point_clear(const GrPlane *pl, const GrNode *node, double x, double y)
+{
+	int			i;
+
+	for (i = 0; i < node->nedges; i++)
+		if (edge_near_point(&pl->edges[node->edges[i]], x, y, pl->clear))
+			return false;
+	return true;
+}
+
+/*
+ * The node's split point: the corner its four children share (the S2 cell
+ * center on a face, the middle of the box on the planar plane).
+ */
+static void
+node_split_point(const GrPlane *pl, const GrNode *node, double *x, double *y)
+{
+	if (pl->face >= 0)
+		face_uv(pl->face, s2_cellid_to_point(node->cellid), x, y);
+	else
+	{
+		*x = 0.5 * (node->rect.x0 + node->rect.x1);
+		*y = 0.5 * (node->rect.y0 + node->rect.y1);
+	}
+}
+
+/*
+ * Find a reference point for the node, clear of its edges: its split point
+ * if possible (so that its children can share it), else points of a
+ * low-discrepancy sequence over the rectangle.
+ */
+static bool
+node_pick_ref(const GrPlane *pl, GrNode *node)
+{
+	int			k;
+
+	node_split_point(pl, node, &node->rx, &node->ry);
+	if (node_point_clear(pl, node, node->rx, node->ry))
+		return true;
+	for (k = 1; k < GR_REF_TRIES; k++)
+	{
+		double		fx = fmod(0.5 + k * 0.7548776662466927, 1.0);
+		double		fy = fmod(0.5 + k * 0.5698402909980532, 1.0);
+		double		x = node->rect.x0 + fx * (node->rect.x1 - node->rect.x0);
+		double		y = node->rect.y0 + fy * (node->rect.y1 - node->rect.y0);
+
+		if (node_point_clear(pl, node, x, y))
+		{
+			node->rx = x;
+			node->ry = y;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Store the polygon set of the node's reference point */
+static void
+node_set_in(GeoRegion *r, GrNode *node, const int *in, int nin)
+{
+	node->nin = nin;
+	node->in = NULL;
+	if (nin > 0)
+	{
+		node->in = region_alloc(r, nin * sizeof(int));
+		memcpy(node->in, in, nin * sizeof(int));
+	}
+}
+
+/*
+ * Create the four children of a node.  Their edges are those of the parent
+ * near each child.  Their reference point is the parent's split point,
+ * shared by all four, whose containment is inherited (the parent's
+ * reference is first moved there, one walk over the parent's edges); when
+ * that point is not clear of the edges, each child picks its own and walks
+ * to it from the parent's serving reference point.
+ */
+static void
+node_split(GeoRegion *r, const GrPlane *pl, GrNode *node)
+{
+	GrNode	   *child = region_alloc(r, 4 * sizeof(GrNode));
+	int			cap = Max(node->nedges, 1);
+	int		   *buf = region_alloc(r, 4 * cap * sizeof(int));
+	int			n[4] = {0, 0, 0, 0};
+	double		pad = pl->pad;
+	bool		shared;
+	double		sx;
+	double		sy;
+	int			i;
+	int			j;
+
+	for (i = 0; i < 4; i++)
+	{
+		GrNode	   *c = &child[i];
+
+		memset(c, 0, sizeof(GrNode));
+		c->level = node->level + 1;
+		if (pl->face >= 0)
+		{
+			c->cellid = s2_cellid_child(node->cellid, i);
+			cell_uv_rect(pl->face, c->cellid, &c->rect);
+		}
+		else
+		{
+			double		mx = 0.5 * (node->rect.x0 + node->rect.x1);
+			double		my = 0.5 * (node->rect.y0 + node->rect.y1);
+
+			c->rect.x0 = (i & 1) ? mx : node->rect.x0;
+			c->rect.x1 = (i & 1) ? node->rect.x1 : mx;
+			c->rect.y0 = (i & 2) ? my : node->rect.y0;
+			c->rect.y1 = (i & 2) ? node->rect.y1 : my;
+		}
+	}
+
+	/*
+	 * Distribute the edges.  An edge whose bounding box misses a child's
+	 * padded box is not near it; one whose box lies within it is.
+	 */
+	for (j = 0; j < node->nedges; j++)
+	{
+		const GrEdge *e = &pl->edges[node->edges[j]];
+		double		ex0 = Min(e->x0, e->x1);
+		double		ex1 = Max(e->x0, e->x1);
+		double		ey0 = Min(e->y0, e->y1);
+		double		ey1 = Max(e->y0, e->y1);
+
+		for (i = 0; i < 4; i++)
+		{
+			const GrRect *cr = &child[i].rect;
+
+			if (ex1 < cr->x0 - pad || ex0 > cr->x1 + pad ||
+				ey1 < cr->y0 - pad || ey0 > cr->y1 + pad)
+				continue;
+			if ((ex0 >= cr->x0 - pad && ex1 <= cr->x1 + pad &&
+				 ey0 >= cr->y0 - pad && ey1 <= cr->y1 + pad) ||
+				edge_near_rect(e, cr, pad))
+				buf[i * cap + n[i]++] = node->edges[j];
+		}
+	}
+
+	/* move the node's reference point to its split point, if clear */
+	node_split_point(pl, node, &sx, &sy);
+	if (node->src == node && (node->rx != sx || node->ry != sy) &&
+		node_point_clear(pl, node, sx, sy))
+	{
+		int			nin = parity_walk(r, pl, node, sx, sy, r->setbuf);
+
+		node->rx = sx;
+		node->ry = sy;
+		node_set_in(r, node, r->setbuf, nin);
+	}
+	shared = (node->src == node && node->rx == sx && node->ry == sy);
+
+	for (i = 0; i < 4; i++)
+	{
+		GrNode	   *c = &child[i];
+
+		c->nedges = n[i];
+		if (n[i] > 0)
+		{
+			c->edges = region_alloc(r, n[i] * sizeof(int));
+			memcpy(c->edges, &buf[i * cap], n[i] * sizeof(int));
+		}
+		if (shared)
+		{
+			/* clear of the parent's edges, so of the child's */
+			c->src = c;
+			c->rx = sx;
+			c->ry = sy;
+			c->nin = node->nin;
+			c->in = node->in;
+		}
+		else if (node_pick_ref(pl, c))
+		{
+			c->src = c;
+			node_set_in(r, c, r->setbuf,
+						parity_walk(r, pl, node->src, c->rx, c->ry, r->setbuf));
+		}
+		else
+			c->src = node->src;
+	}
+	pfree(buf);
+	node->child = child;
+}
+
+/* Relation of a whole node: certain only without edges near it */
+static GeoRelation
+node_relation(const GrNode *node)
+{
+	if (node->nedges > 0)
+		return GEO_PARTIAL;
+	Assert(node->src == node);
+	return node->nin > 0 ? GEO_INSIDE : GEO_DISJOINT;
+}
+
+/*
+ * Exact test of a point of the node's rectangle: on the boundary (within
+ * the plane's tolerance of an edge) counts as inside.
+ */
+static bool
+node_contains(GeoRegion *r, const GrPlane *pl, const GrNode *node,
+			  double x, double y)
+{
+	int			i;
+
+	for (i = 0; i < node->nedges; i++)
+		if (edge_near_point(&pl->edges[node->edges[i]], x, y, pl->tol))
+			return true;
+	return parity_walk(r, pl, node->src, x, y, NULL) > 0;
+}
+
+
+/* ------------------------------------------------------------------------
+ * Geodesic polygons on the sphere
+ * ------------------------------------------------------------------------
+ */
+
+/* Might p be within dist (radians) of the arc ab?  (Never a false "no") */
+static bool
+sphere_near_arc(S2Point p, S2Point a, S2Point b, double dist)
+{
+	S2Point		da = vcomb(1, p, -1, a);
+	S2Point		db = vcomb(1, p, -1, b);
+	S2Point		n;
+	double		nn;
+
+	/* chords are shorter than angles */
+	if (vdot(da, da) <= dist * dist || vdot(db, db) <= dist * dist)
+		return true;
+	/* 2 a x b, computed accurately for short arcs too */
+	n = vcross(vcomb(1, a, 1, b), vcomb(1, b, -1, a));
+	nn = sqrt(vdot(n, n));
+	if (nn == 0 || fabs(vdot(p, n)) > dist * nn)
+		return false;
+	/* near the great circle: does p project inside the arc? */
+	return vdot(vcross(a, p), n) >= 0 && vdot(vcross(p, b), n) >= 0;
+}
+
+/* Is p clear of every edge of the polygon? */
+static bool
+sphere_poly_clear(const GeoRegion *r, int poly, S2Point p)
+{
+	int			ring;
+	int			j;
+
+	for (ring = r->poly_ring[poly]; ring < r->poly_ring[poly + 1]; ring++)
+		for (j = r->ring_start[ring]; j + 1 < r->ring_start[ring + 1]; j++)
+			if (sphere_near_arc(p, r->verts[j], r->verts[j + 1], GR_SPHERE_CLEAR))
+				return false;
+	return true;
+}
+
+/*
+ * Number of crossings of the arc a->b (between GR_WALK_MIN and GR_WALK_MAX
+ * long, both ends clear of the polygon) with the polygon's edges.  The same
+ * shared-vertex argument as edge_crosses, with the side of a vertex given by
+ * the sign of its dot product with the arc's normal.
+ */
+static int
+sphere_crossings(const GeoRegion *r, int poly, S2Point a, S2Point b)
+{
+	S2Point		n = vcross(a, b);
+	int			count = 0;
+	int			ring;
+
+	for (ring = r->poly_ring[poly]; ring < r->poly_ring[poly + 1]; ring++)
+	{
+		const S2Point *v = r->verts;
+		int			end = r->ring_start[ring + 1];
+		int			j = r->ring_start[ring];
+		double		d0 = vdot(n, v[j]);
+
+		for (; j + 1 < end; j++)
+		{
+			double		d1 = vdot(n, v[j + 1]);
+
+			if ((d0 > 0) != (d1 > 0))
+			{
+				/* where the edge meets the arc's great circle */
+				S2Point		x = vcomb(fabs(d0), v[j + 1], fabs(d1), v[j]);
+
+				if (vdot(vcross(a, x), n) > 0 && vdot(vcross(x, b), n) > 0)
+					count++;
+			}
+			d0 = d1;
+		}
+	}
+	return count;
+}
+
+/*
+ * Does the polygon contain p (clear of its edges)?  Crossings are counted
+ * from the polygon's outside point, directly or, when the arc would be too
+ * short or too close to a half circle, through a point 90 degrees from it.
+ */
+static bool
+sphere_contains(const GeoRegion *r, int poly, S2Point p)
+{
+	S2Point		ref = r->poly_ref[poly];
+	double		angle = vangle(ref, p);
+	S2Point		n;
+	S2Point		t;
+	int			k;
+
+	if (angle >= GR_WALK_MIN && angle <= GR_WALK_MAX)
+		return (sphere_crossings(r, poly, ref, p) & 1) != 0;
+
+	/* a unit normal of a great circle through ref (and p, if defined) */
+	n = vcross(ref, p);
+	if (vdot(n, n) < 1e-6)
+	{
+		S2Point		axis = vec3(0, 0, 0);
+
+		if (fabs(ref.x) <= fabs(ref.y) && fabs(ref.x) <= fabs(ref.z))
+			axis.x = 1;
+		else if (fabs(ref.y) <= fabs(ref.z))
+			axis.y = 1;
+		else
+			axis.z = 1;
+		n = vcross(ref, axis);
+	}
+	n = vnormalize(n);
+	t = vnormalize(vcross(n, ref));
+
+	/*
+	 * Midpoints 90 degrees from ref, tilted off the circle step by step
+	 * until one is clear of the polygon; ref->m is then 90 degrees long and
+	 * m->p between about 1 and 2.1 radians.
+	 */
+	for (k = 0; k < GR_REF_TRIES; k++)
+	{
+		double		a = 0.05 * k;
+		S2Point		m = vnormalize(vcomb(cos(a), t, sin(a), n));
+
+		if (sphere_poly_clear(r, poly, m))
+			return ((sphere_crossings(r, poly, ref, m) +
+					 sphere_crossings(r, poly, m, p)) & 1) != 0;
+	}
+	elog(ERROR, "archer: no clear path to locate a polygon reference point");
+}
+
+/* Append an edge to a face's list */
+static void
+edgelist_push(GeoRegion *r, GrEdgeList *l, double x0, double y0,
+			  double x1, double y1, int poly)
+{
+	GrEdge	   *e;
+
+	if (l->n == l->cap)
+	{
+		l->cap = l->cap ? 2 * l->cap : 256;
+		if (l->edges)
+			l->edges = repalloc_huge(l->edges, l->cap * sizeof(GrEdge));
+		else
+			l->edges = region_alloc(r, l->cap * sizeof(GrEdge));
+	}
+	e = &l->edges[l->n++];
+	e->x0 = x0;
+	e->y0 = y0;
+	e->x1 = x1;
+	e->y1 = y1;
+	e->poly = poly;
+}
+
+/*
+ * Clip the arc a->b to face f's square grown by GR_UV_FACE_PAD.  A point
+ * of the chord p(t) = (1 - t) a + t b is in the padded face iff four linear
+ * functions of p are non-negative (|un| <= (1 + pad) n, |vn| <= (1 + pad) n),
+ * so the part of the arc on the face is an interval of t, found as in
+ * Liang-Barsky clipping.  Unclipped ends are projected from a and b
+ * themselves, so a vertex gets the same (u, v) in both of its edges.
+ */
+static void
+clip_edge_to_face(GeoRegion *r, GrEdgeList *list, int f,
+				  S2Point a, S2Point b, int poly)
+{
+	double		k = 1.0 + GR_UV_FACE_PAD;
+	double		an;
+	double		au;
+	double		av;
+	double		bn;
+	double		bu;
+	double		bv;
+	double		ga[4];
+	double		gb[4];
+	double		t0 = 0.0;
+	double		t1 = 1.0;
+	double		u0;
+	double		v0;
+	double		u1;
+	double		v1;
+	int			c;
+
+	face_frame(f, a, &an, &au, &av);
+	face_frame(f, b, &bn, &bu, &bv);
+	ga[0] = k * an - au;
+	ga[1] = k * an + au;
+	ga[2] = k * an - av;
+	ga[3] = k * an + av;
+	gb[0] = k * bn - bu;
+	gb[1] = k * bn + bu;
+	gb[2] = k * bn - bv;
+	gb[3] = k * bn + bv;
+	for (c = 0; c < 4; c++)
+	{
+		if (ga[c] < 0 && gb[c] < 0)
+			return;
+		if (ga[c] < 0)
+			t0 = Max(t0, ga[c] / (ga[c] - gb[c]));
+		else if (gb[c] < 0)
+			t1 = Min(t1, ga[c] / (ga[c] - gb[c]));
+	}
+	if (t0 > t1)
+		return;
+	face_uv(f, t0 == 0.0 ? a : vcomb(1.0 - t0, a, t0, b), &u0, &v0);
+	face_uv(f, t1 == 1.0 ? b : vcomb(1.0 - t1, a, t1, b), &u1, &v1);
+	edgelist_push(r, list, u0, v0, u1, v1, poly);
+}
+
+/* Add the arc a->b to the edge list of every face it passes through */
+static void
+clip_edge(GeoRegion *r, GrEdgeList *lists, S2Point a, S2Point b, int poly)
+{
+	int			fa = point_face(a);
+	int			f;
+
+	/*
+	 * Both ends well inside one face: the segment between them (the arc's
+	 * image) stays there, far from every other face.
+	 */
+	if (fa == point_face(b))
+	{
+		double		ua;
+		double		va;
+		double		ub;
+		double		vb;
+
+		face_uv(fa, a, &ua, &va);
+		face_uv(fa, b, &ub, &vb);
+		if (fabs(ua) <= GR_UV_FACE_INNER && fabs(va) <= GR_UV_FACE_INNER &&
+			fabs(ub) <= GR_UV_FACE_INNER && fabs(vb) <= GR_UV_FACE_INNER)
+		{
+			edgelist_push(r, &lists[fa], ua, va, ub, vb, poly);
+			return;
+		}
+	}
+	for (f = 0; f < S2_NUM_FACES; f++)
+		clip_edge_to_face(r, &lists[f], f, a, b, poly);
+}
+
+/* Build the six face planes of a geodesic region */
+static void
+geodesic_build(GeoRegion *r)
+{
+	GrEdgeList	lists[S2_NUM_FACES];
+	int			poly;
+	int			f;
+	int			i;
+
+	memset(lists, 0, sizeof(lists));
+	for (poly = 0; poly < r->npolygons; poly++)
+	{
+		int			ring;
+		int			j;
+
+		for (ring = r->poly_ring[poly]; ring < r->poly_ring[poly + 1]; ring++)
+			for (j = r->ring_start[ring]; j + 1 < r->ring_start[ring + 1]; j++)
+				clip_edge(r, lists, r->verts[j], r->verts[j + 1], poly);
+		CHECK_FOR_INTERRUPTS();
+	}
+
+	r->leaf_margin = GR_UV_STRETCH *
+		(s2_level_max_radius(S2_MAX_LEVEL) + GR_ANGLE_SLACK) + GR_UV_TOL;
+	for (f = 0; f < S2_NUM_FACES; f++)
+	{
+		GrPlane    *pl = &r->planes[f];
+		GrNode	   *root = region_alloc(r, sizeof(GrNode));
+		S2Point		p;
+		int			n = 0;
+
+		pl->face = f;
+		pl->nedges = lists[f].n;
+		pl->edges = lists[f].edges;
+		pl->pad = 2 * r->leaf_margin;
+		pl->clear = GR_UV_CLEAR;
+		pl->tol = GR_UV_TOL;
+
+		memset(root, 0, sizeof(GrNode));
+		root->cellid = s2_cellid_from_face(f);
+		cell_uv_rect(f, root->cellid, &root->rect);
+		root->nedges = pl->nedges;
+		root->edges = region_alloc(r, Max(pl->nedges, 1) * sizeof(int));
+		for (i = 0; i < pl->nedges; i++)
+			root->edges[i] = i;
+		if (!node_pick_ref(pl, root))
+			elog(ERROR, "archer: no reference point clear of the polygon edges on face %d", f);
+		root->src = root;
+
+		/*
+		 * Being GR_UV_CLEAR away from every edge in (u, v), the point is at
+		 * least GR_UV_CLEAR / GR_UV_STRETCH > GR_SPHERE_CLEAR away on the
+		 * sphere, as sphere_contains requires.
+		 */
+		p = face_uv_point(f, root->rx, root->ry);
+		for (i = 0; i < r->npolygons; i++)
+			if (sphere_contains(r, i, p))
+				r->setbuf[n++] = i;
+		node_set_in(r, root, r->setbuf, n);
+		pl->root = root;
+	}
+}
+
+/* The point known to be outside polygon poly (see the file header) */
+static void
+geodesic_set_reference(GeoRegion *r, int poly)
+{
+	int			shell = r->poly_ring[poly];
+	int			first = r->ring_start[shell];
+	int			nverts = r->ring_start[shell + 1] - 1 - first;
+	S2Point		sum = vec3(0, 0, 0);
+	double		len;
+	int			j;
+
+	for (j = first; j < first + nverts; j++)
+		sum = vcomb(1, sum, 1, r->verts[j]);
+	len = sqrt(vdot(sum, sum));
+	if (len <= GR_MIN_MEAN * nverts)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("polygon is too large for a geodesic query"),
+				 errdetail("The vertices of polygon %d have no clear center; a geodesic polygon must fit within a hemisphere.",
+						   poly + 1)));
+	r->poly_ref[poly] = vec3(-sum.x / len, -sum.y / len, -sum.z / len);
+	if (!sphere_poly_clear(r, poly, r->poly_ref[poly]))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("polygon is too large for a geodesic query"),
+				 errdetail("Polygon %d reaches the point opposite its center; a geodesic polygon must fit within a hemisphere.",
+						   poly + 1)));
+}
+
+/* Convert the rings of a geodesic region to unit vectors */
+static void
+geodesic_load(GeoRegion *r, int npolygons, const GeoPolygon *polygons,
+			  int nrings, int nverts)
+{
+	int			ring = 0;
+	int			v = 0;
+	int			p;
+
+	r->verts = region_alloc(r, nverts * sizeof(S2Point));
+	r->ring_start = region_alloc(r, (nrings + 1) * sizeof(int));
+	r->poly_ring = region_alloc(r, (npolygons + 1) * sizeof(int));
+	r->poly_ref = region_alloc(r, npolygons * sizeof(S2Point));
+	for (p = 0; p < npolygons; p++)
+	{
+		int			k;
+
+		r->poly_ring[p] = ring;
+		for (k = 0; k < polygons[p].nrings; k++)
+		{
+			const GeoRing *g = &polygons[p].rings[k];
+			int			i;
+
+			r->ring_start[ring++] = v;
+			for (i = 0; i < g->npoints; i++)
+				r->verts[v + i] = s2_point_from_latlng(g->lat[i], g->lng[i]);
+			for (i = 0; i + 1 < g->npoints; i++)
+				if (vdot(r->verts[v + i], r->verts[v + i + 1]) < GR_ANTIPODAL_DOT)
+					ereport(ERROR,
+							(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+							 errmsg("polygon edge joins antipodal points"),
+							 errdetail("The edge from (%g, %g) to (%g, %g) in ring %d of polygon %d has no defined great-circle path.",
+									   g->lng[i], g->lat[i], g->lng[i + 1],
+									   g->lat[i + 1], k + 1, p + 1)));
+			v += g->npoints;
+		}
+	}
+	r->ring_start[ring] = v;
+	r->poly_ring[npolygons] = ring;
+	for (p = 0; p < npolygons; p++)
+		geodesic_set_reference(r, p);
+}
+
+/* Relation of a leaf entry, descending from its covering cell's node */
+static GeoRelation
+geodesic_leaf_relation(GeoRegion *r, GrNode *node, S2CellId leaf)
+{
+	const GrPlane *pl = &r->planes[s2_cellid_face(leaf)];
+	double		u;
+	double		v;
+	int			i;
+
+	Assert(s2_cellid_contains(node->cellid, leaf));
+	while (node->nedges > GR_NODE_MAX_EDGES && node->level < S2_MAX_LEVEL)
+	{
+		if (node->child == NULL)
+			node_split(r, pl, node);
+		node = &node->child[(leaf >> (2 * (S2_MAX_LEVEL - node->level) - 1)) & 3];
+	}
+	if (node->nedges == 0)
+		return node_relation(node);
+	face_uv(pl->face, s2_cellid_to_point(leaf), &u, &v);
+	for (i = 0; i < node->nedges; i++)
+		if (edge_near_point(&pl->edges[node->edges[i]], u, v, r->leaf_margin))
+			return GEO_PARTIAL;
+	return parity_walk(r, pl, node->src, u, v, NULL) > 0 ?
+		GEO_INSIDE : GEO_DISJOINT;
+}
+
+static bool
+geodesic_contains(GeoRegion *r, double lng, double lat)
+{
+	S2Point		p = s2_point_from_latlng(lat, lng);
+	S2CellId	leaf = s2_cellid_from_point(p);
+	const GrPlane *pl = &r->planes[s2_cellid_face(leaf)];
+	GrNode	   *node = pl->root;
+	double		u;
+	double		v;
+
+	/* the same leaf as the index entry of this point: same node path */
+	while (node->nedges > GR_NODE_MAX_EDGES && node->level < S2_MAX_LEVEL)
+	{
+		if (node->child == NULL)
+			node_split(r, pl, node);
+		node = &node->child[(leaf >> (2 * (S2_MAX_LEVEL - node->level) - 1)) & 3];
+	}
+	face_uv(pl->face, p, &u, &v);
+	return node_contains(r, pl, node, u, v);
+}
+
+
+/* ------------------------------------------------------------------------
+ * Planar polygons
+ * ------------------------------------------------------------------------
+ */
+
+/*
+ * The planar rectangles that may hold the (lng, lat) of a point within
+ * margin radians of the lat/lng rectangle (lng_lo > lng_hi: it wraps).
+ * Latitude grows by the margin; longitude by the most a point that close
+ * can differ, 2 asin(sin(margin / 2) / cos(lat)) from the haversine
+ * formula, taken at the latitude farthest from the equator.  A rectangle
+ * reaching a pole spans all longitudes (all of them name the pole), and
+ * one reaching lng 180 also gets a sliver at lng -180 (and vice versa),
+ * since both name the same meridian.  Returns the number of pieces (1-3).
+ */
+static int
+planar_pieces(double lat_lo, double lat_hi, double lng_lo, double lng_hi,
+			  double margin, GrRect *out)
+{
+	double		mdeg = margin * GR_DEG_PER_RAD + GR_DEG_SLACK;
+	double		ylo = lat_lo - mdeg;
+	double		yhi = lat_hi + mdeg;
+	bool		full = true;
+	double		a = 0;
+	double		b = 0;
+	int			n = 0;
+
+	if (ylo > -90.0 && yhi < 90.0)
+	{
+		double		s = sin(margin / 2) / cos(Max(-ylo, yhi) * GR_RAD_PER_DEG);
+
+		if (s < 0.5)
+		{
+			double		dl = 2 * asin(s) * GR_DEG_PER_RAD + GR_DEG_SLACK;
+
+			a = lng_lo - dl;
+			b = lng_hi + dl;
+			full = (lng_lo > lng_hi) ? (a <= b) : (b - a >= 360.0);
+		}
+	}
+	ylo = Max(ylo, -90.0);
+	yhi = Min(yhi, 90.0);
+	if (full)
+	{
+		a = -180.0;
+		b = 180.0;
+	}
+	else if (lng_lo > lng_hi)
+	{
+		/* [a, 180] and [-180, b] */
+		out[n].x0 = a;
+		out[n].x1 = 180.0;
+		out[n].y0 = ylo;
+		out[n++].y1 = yhi;
+		a = -180.0;
+	}
+	out[n].x0 = Max(a, -180.0);
+	out[n].x1 = Min(b, 180.0);
+	out[n].y0 = ylo;
+	out[n++].y1 = yhi;
+	if (!full && lng_lo <= lng_hi)
+	{
+		if (b >= 180.0)
+		{
+			out[n].x0 = -180.0;
+			out[n].x1 = Max(b - 360.0, -180.0);
+			out[n].y0 = ylo;
+			out[n++].y1 = yhi;
+		}
+		if (a <= -180.0)
+		{
+			out[n].x0 = Min(a + 360.0, 180.0);
+			out[n].x1 = 180.0;
+			out[n].y0 = ylo;
+			out[n++].y1 = yhi;
+		}
+	}
+	return n;
+}
+
+/*
+ * Relation of the part of the planar rectangle q within the node: NONE when
+ * they do not overlap.  Descends (splitting) while the node has many edges,
+ * without recursion as long as q lies within a single child.  When deepest
+ * is given (q must then lie within the node), it receives the last node of
+ * that descent: the smallest known node holding q.
+ */
+static int
+planar_classify(GeoRegion *r, const GrPlane *pl, GrNode *node, const GrRect *q,
+				GrNode **deepest)
+{
+	const GrRect *nr;
+	int			i;
+
+	for (;;)
+	{
+		double		mx;
+		double		my;
+
+		if (deepest)
+			*deepest = node;
+		nr = &node->rect;
+		if (q->x1 < nr->x0 || q->x0 > nr->x1 || q->y1 < nr->y0 || q->y0 > nr->y1)
+			return GR_REL_NONE;
+		if (node->nedges == 0)
+			return node_relation(node);
+		/* edges near a node wholly inside q are near q */
+		if (q->x0 <= nr->x0 && q->x1 >= nr->x1 && q->y0 <= nr->y0 && q->y1 >= nr->y1)
+			return GEO_PARTIAL;
+		if (node->nedges <= GR_NODE_MAX_EDGES || node->level >= GR_PLANAR_MAX_DEPTH)
+			break;
+		if (node->child == NULL)
+			node_split(r, pl, node);
+		/* the split lines, as node_split computed them */
+		mx = 0.5 * (nr->x0 + nr->x1);
+		my = 0.5 * (nr->y0 + nr->y1);
+		if ((q->x1 < mx || q->x0 > mx) && (q->y1 < my || q->y0 > my))
+			node = &node->child[(q->x0 > mx ? 1 : 0) | (q->y0 > my ? 2 : 0)];
+		else
+		{
+			int			res = GR_REL_NONE;
+
+			for (i = 0; i < 4 && res != GEO_PARTIAL; i++)
+				res = rel_combine(res, planar_classify(r, pl, &node->child[i], q, NULL));
+			return res;
+		}
+	}
+	for (i = 0; i < node->nedges; i++)
+		if (edge_near_rect(&pl->edges[node->edges[i]], q, GR_DEG_QUERY_PAD))
+			return GEO_PARTIAL;
+	/* no edge near q: all of q within the node is like this point of it */
+	return parity_walk(r, pl, node->src,
+					   0.5 * (Max(q->x0, nr->x0) + Min(q->x1, nr->x1)),
+					   0.5 * (Max(q->y0, nr->y0) + Min(q->y1, nr->y1)),
+					   NULL) > 0 ? GEO_INSIDE : GEO_DISJOINT;
+}
+
+static bool
+rect_within(const GrRect *a, const GrRect *b)
+{
+	return a->x0 >= b->x0 && a->x1 <= b->x1 && a->y0 >= b->y0 && a->y1 <= b->y1;
+}
+
+/*
+ * Relation of the points of a lat/lng rectangle grown by margin radians.
+ * Each piece is classified from *start if it lies within that node's box
+ * (no edge outside the box can touch it), else from the root.  When the
+ * rectangle makes a single piece, *start is moved to the smallest known
+ * node holding it, else to the root.
+ */
+static GeoRelation
+planar_relation(GeoRegion *r, GrNode **start, double lat_lo, double lat_hi,
+				double lng_lo, double lng_hi, double margin)
+{
+	GrPlane    *pl = &r->planes[0];
+	GrRect		pieces[3];
+	int			n = planar_pieces(lat_lo, lat_hi, lng_lo, lng_hi, margin, pieces);
+	int			res = GR_REL_NONE;
+	int			i;
+
+	for (i = 0; i < n && res != GEO_PARTIAL; i++)
+	{
+		GrNode	   *from = rect_within(&pieces[i], &(*start)->rect) ? *start : pl->root;
+
+		res = rel_combine(res, planar_classify(r, pl, from, &pieces[i],
+											   n == 1 ? start : NULL));
+	}
+	if (n > 1)
+		*start = pl->root;
+	/* the root box holds every piece, so res is never NONE */
+	Assert(res != GR_REL_NONE);
+	return (GeoRelation) res;
+}
+
+/*
+ * Relation of a cell, classified from *start (see planar_relation).  The
+ * cell is grown by a leaf's margin, so that the node left in *start also
+ * holds the pieces of every leaf of the cell.
+ */
+static GeoRelation
+planar_cell_relation(GeoRegion *r, S2CellId id, GrNode **start)
+{
+	S2LatLngRect b = s2_cell_rect_bound(id);
+
+	return planar_relation(r, start, b.lat_lo, b.lat_hi, b.lng_lo, b.lng_hi,
+						   s2_level_max_radius(S2_MAX_LEVEL) + GR_ANGLE_SLACK);
+}
+
+static GeoRelation
+planar_leaf_relation(GeoRegion *r, GrNode *start, S2CellId leaf)
+{
+	double		lat;
+	double		lng;
+
+	s2_latlng_from_point(s2_cellid_to_point(leaf), &lat, &lng);
+	return planar_relation(r, &start, lat, lat, lng, lng,
+						   s2_level_max_radius(S2_MAX_LEVEL) + GR_ANGLE_SLACK);
+}
+
+static bool
+planar_contains(GeoRegion *r, double lng, double lat)
+{
+	const GrPlane *pl = &r->planes[0];
+	GrNode	   *node = pl->root;
+
+	while (node->nedges > GR_NODE_MAX_EDGES && node->level < GR_PLANAR_MAX_DEPTH)
+	{
+		if (node->child == NULL)
+			node_split(r, pl, node);
+		node = &node->child[(lng >= 0.5 * (node->rect.x0 + node->rect.x1) ? 1 : 0) |
+							(lat >= 0.5 * (node->rect.y0 + node->rect.y1) ? 2 : 0)];
+	}
+	return node_contains(r, pl, node, lng, lat);
+}
+
+/* Collect the edges of a planar region and its quadtree root */
+static void
+planar_load(GeoRegion *r, int npolygons, const GeoPolygon *polygons, int nverts)
+{
+	GrPlane    *pl = &r->planes[0];
+	GrNode	   *root;
+	int			p;
+	int			i;
+
+	pl->face = -1;
+	pl->pad = GR_DEG_NODE_PAD;
+	pl->clear = GR_DEG_CLEAR;
+	pl->tol = GR_DEG_TOL;
+	pl->edges = region_alloc(r, nverts * sizeof(GrEdge));
+	pl->nedges = 0;
+	for (p = 0; p < npolygons; p++)
+	{
+		int			k;
+
+		for (k = 0; k < polygons[p].nrings; k++)
+		{
+			const GeoRing *g = &polygons[p].rings[k];
+
+			for (i = 0; i + 1 < g->npoints; i++)
+			{
+				GrEdge	   *e = &pl->edges[pl->nedges++];
+
+				e->x0 = g->lng[i];
+				e->y0 = g->lat[i];
+				e->x1 = g->lng[i + 1];
+				e->y1 = g->lat[i + 1];
+				e->poly = p;
+			}
+		}
+	}
+
+	/*
+	 * The root box reaches a degree beyond the (lng, lat) domain; its
+	 * reference point lies in that margin, outside every polygon.
+	 */
+	root = region_alloc(r, sizeof(GrNode));
+	memset(root, 0, sizeof(GrNode));
+	root->rect.x0 = -181.0;
+	root->rect.x1 = 181.0;
+	root->rect.y0 = -91.0;
+	root->rect.y1 = 91.0;
+	root->nedges = pl->nedges;
+	root->edges = region_alloc(r, Max(pl->nedges, 1) * sizeof(int));
+	for (i = 0; i < pl->nedges; i++)
+		root->edges[i] = i;
+	root->src = root;
+	root->rx = -180.5;
+	root->ry = -90.5;
+	pl->root = root;
+}
+
+
+/* ------------------------------------------------------------------------
+ * Caps
+ * ------------------------------------------------------------------------
+ */
+
+GeoRegion *
+georegion_cap(S2Point center, double inner_angle, double outer_angle)
+{
+	GeoRegion  *r = region_new(GR_CAP);
+
+	r->center = s2_point_normalize(center);
+	r->inner = inner_angle;
+	r->outer = outer_angle;
+	return r;
+}
+
+static GeoRelation
+cap_cell_relation(const GeoRegion *r, S2CellId id)
+{
+	if (r->inner >= M_PI)
+		return GEO_INSIDE;
+	if (r->outer < M_PI &&
+		s2_cell_min_angle(id, r->center) > r->outer + GR_ANGLE_SLACK)
+		return GEO_DISJOINT;
+	if (s2_cell_max_angle(id, r->center) <= r->inner - GR_ANGLE_SLACK)
+		return GEO_INSIDE;
+	return GEO_PARTIAL;
+}
+
+static GeoRelation
+cap_leaf_relation(const GeoRegion *r, S2CellId leaf)
+{
+	double		angle = s2_point_angle(s2_cellid_to_point(leaf), r->center);
+	double		margin = s2_level_max_radius(S2_MAX_LEVEL) + GR_ANGLE_SLACK;
+
+	if (r->inner >= M_PI)
+		return GEO_INSIDE;
+	if (r->outer < M_PI && angle - margin > r->outer)
+		return GEO_DISJOINT;
+	if (angle + margin <= r->inner)
+		return GEO_INSIDE;
+	return GEO_PARTIAL;
+}
+
+
+/* ------------------------------------------------------------------------
+ * Polygon regions
+ * ------------------------------------------------------------------------
+ */
+
+static void
+validate_ring(const GeoRing *ring, int polyno, int ringno)
+{
+	int			i;
+
+	if (ring->npoints < 4)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("polygon ring has fewer than 4 points"),
+				 errdetail("Ring %d of polygon %d has %d points.",
+						   ringno + 1, polyno + 1, ring->npoints)));
+	for (i = 0; i < ring->npoints; i++)
+	{
+		double		lng = ring->lng[i];
+		double		lat = ring->lat[i];
+
+		if (!isfinite(lng) || !isfinite(lat))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("polygon coordinates must be finite numbers")));
+		if (lat < -90.0 || lat > 90.0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("polygon latitude %g is out of range [-90, 90]", lat)));
+		if (lng < -180.0 || lng > 180.0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("polygon longitude %g is out of range [-180, 180]", lng)));
+	}
+	if (ring->lng[0] != ring->lng[ring->npoints - 1] ||
+		ring->lat[0] != ring->lat[ring->npoints - 1])
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("polygon ring is not closed"),
+				 errdetail("Ring %d of polygon %d ends at (%g, %g), not at its first point (%g, %g).",
+						   ringno + 1, polyno + 1,
+						   ring->lng[ring->npoints - 1], ring->lat[ring->npoints - 1],
+						   ring->lng[0], ring->lat[0])));
+}
+
+GeoRegion *
+georegion_polygons(int npolygons, const GeoPolygon *polygons, bool planar)
+{
+	GeoRegion  *r;
+	int64		nrings = 0;
+	int64		nverts = 0;
+	int			p;
+	int			k;
+
+	if (npolygons <= 0 || polygons == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("query polygon is empty")));
+	for (p = 0; p < npolygons; p++)
+	{
+		if (polygons[p].nrings <= 0 || polygons[p].rings == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("query polygon is empty"),
+					 errdetail("Polygon %d has no rings.", p + 1)));
+		for (k = 0; k < polygons[p].nrings; k++)
+		{
+			validate_ring(&polygons[p].rings[k], p, k);
+			nverts += polygons[p].rings[k].npoints;
+		}
+		nrings += polygons[p].nrings;
+		if (nverts > GR_MAX_VERTICES)
+			ereport(ERROR,
+					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+					 errmsg("query polygon has too many vertices"),
+					 errdetail("At most %d vertices are supported.", GR_MAX_VERTICES)));
+	}
+
+	r = region_new(planar ? GR_PLANAR : GR_GEODESIC);
+	r->npolygons = npolygons;
+	r->odd = region_alloc(r, npolygons * sizeof(uint8));
+	memset(r->odd, 0, npolygons * sizeof(uint8));
+	r->seen = region_alloc(r, npolygons * sizeof(bool));
+	memset(r->seen, 0, npolygons * sizeof(bool));
+	r->touched = region_alloc(r, npolygons * sizeof(int));
+	r->setbuf = region_alloc(r, npolygons * sizeof(int));
+	if (planar)
+		planar_load(r, npolygons, polygons, (int) nverts);
+	else
+		geodesic_load(r, npolygons, polygons, (int) nrings, (int) nverts);
+	return r;
+}
+
+/* Build the edge index on first use */
+static void
+ensure_index(GeoRegion *r)
+{
+	if (r->indexed)
+		return;
+	if (r->kind == GR_GEODESIC)
+		geodesic_build(r);
+	r->indexed = true;
+}
+
+bool
+georegion_contains_point(GeoRegion *r, double lng, double lat)
+{
+	if (r->kind == GR_CAP)
+		elog(ERROR, "archer: point-in-polygon test on a cap region");
+	if (!isfinite(lng) || !isfinite(lat) || lat < -90.0 || lat > 90.0)
+		return false;
+	ensure_index(r);
+	if (r->kind == GR_PLANAR)
+	{
+		/* polygons lie within the domain */
+		if (lng < -180.0 || lng > 180.0)
+			return false;
+		return planar_contains(r, lng, lat);
+	}
+	return geodesic_contains(r, lng, lat);
+}
+
+
+/* ------------------------------------------------------------------------
+ * Covering
+ * ------------------------------------------------------------------------
+ */
+
+static void
+cand_push(GrCandList *l, const GrCand *c)
+{
+	if (l->n == l->cap)
+	{
+		l->cap = l->cap ? 2 * l->cap : 64;
+		if (l->items)
+			l->items = repalloc_huge(l->items, l->cap * sizeof(GrCand));
+		else
+			l->items = palloc(l->cap * sizeof(GrCand));
+	}
+	l->items[l->n++] = *c;
+}
+
+static void
+cand_eval(GeoRegion *r, GrCand *c)
+{
+	switch (r->kind)
+	{
+		case GR_CAP:
+			c->rel = cap_cell_relation(r, c->id);
+			break;
+		case GR_PLANAR:
+			c->rel = planar_cell_relation(r, c->id, &c->node);
+			break;
+		case GR_GEODESIC:
+			c->rel = node_relation(c->node);
+			break;
+	}
+}
+
+static int
+cand_cmp(const void *a, const void *b)
+{
+	S2CellId	x = ((const GrCand *) a)->id;
+	S2CellId	y = ((const GrCand *) b)->id;
+
+	return x < y ? -1 : (x > y ? 1 : 0);
+}
+
+int
+georegion_cover(GeoRegion *r, int max_cells, GeoCoverCell **cells)
+{
+	GrCandList	result = {NULL, 0, 0};
+	GrCandList	cur = {NULL, 0, 0};
+	GrCandList	next = {NULL, 0, 0};
+	GeoCoverCell *out;
+	int			f;
+	int			i;
+
+	ensure_index(r);
+	max_cells = Max(max_cells, 1);
+	for (f = 0; f < S2_NUM_FACES; f++)
+	{
+		GrCand		c;
+
+		c.id = s2_cellid_from_face(f);
+		c.level = 0;
+		c.node = (r->kind == GR_GEODESIC) ? r->planes[f].root :
+			(r->kind == GR_PLANAR) ? r->planes[0].root : NULL;
+		cand_eval(r, &c);
+		if (c.rel == GEO_INSIDE)
+			cand_push(&result, &c);
+		else if (c.rel == GEO_PARTIAL)
+			cand_push(&cur, &c);
+	}
+
+	/* levels in increasing order: largest cells first */
+	while (cur.n > 0)
+	{
+		GrCandList	tmp;
+
+		for (i = 0; i < cur.n; i++)
+		{
+			GrCand	   *c = &cur.items[i];
+			GrCand		ch[4];
+			int			pending = result.n + (cur.n - i) + next.n;
+			int			nc = 0;
+			int			ninside = 0;
+			int			j;
+
+			CHECK_FOR_INTERRUPTS();
+			if (c->level >= S2_MAX_LEVEL)
+			{
+				cand_push(&result, c);
+				continue;
+			}
+			if (r->kind == GR_GEODESIC && c->node->child == NULL)
+				node_split(r, &r->planes[s2_cellid_face(c->id)], c->node);
+			for (j = 0; j < 4; j++)
+			{
+				GrCand		k;
+
+				k.id = s2_cellid_child(c->id, j);
+				k.level = c->level + 1;
+				k.node = (r->kind == GR_GEODESIC) ? &c->node->child[j] : c->node;
+				cand_eval(r, &k);
+				if (k.rel == GEO_DISJOINT)
+					continue;
+				if (k.rel == GEO_INSIDE)
+					ninside++;
+				ch[nc++] = k;
+
+				/*
+				 * Past the budget only a lone child could replace the cell,
+				 * and a PARTIAL one rules out four INSIDE children: the
+				 * remaining children need no evaluation.
+				 */
+				if (nc > 1 && ninside < nc && pending + 1 > max_cells)
+					break;
+			}
+			if (nc == 0)
+				continue;		/* the region only came near the cell */
+			if (ninside == 4)
+			{
+				c->rel = GEO_INSIDE;
+				cand_push(&result, c);
+				continue;
+			}
+			/* a single child replaces its parent for free */
+			if (nc > 1 && pending - 1 + nc > max_cells)
+			{
+				cand_push(&result, c);
+				continue;
+			}
+			for (j = 0; j < nc; j++)
+				cand_push(ch[j].rel == GEO_INSIDE ? &result : &next, &ch[j]);
+		}
+		tmp = cur;
+		cur = next;
+		next = tmp;
+		next.n = 0;
+	}
+
+	if (result.n > 1)
+		qsort(result.items, result.n, sizeof(GrCand), cand_cmp);
+	out = palloc(Max(result.n, 1) * sizeof(GeoCoverCell));
+	if (r->cover_nodes)
+		pfree(r->cover_nodes);
+	r->cover_nodes = NULL;
+	if (r->kind != GR_CAP)
+		r->cover_nodes = region_alloc(r, Max(result.n, 1) * sizeof(GrNode *));
+	for (i = 0; i < result.n; i++)
+	{
+		out[i].cellid = result.items[i].id;
+		out[i].relation = result.items[i].rel;
+		if (r->cover_nodes)
+			r->cover_nodes[i] = result.items[i].node;
+	}
+	r->ncover = result.n;
+	if (result.items)
+		pfree(result.items);
+	if (cur.items)
+		pfree(cur.items);
+	if (next.items)
+		pfree(next.items);
+	*cells = out;
+	return result.n;
+}
+
+GeoRelation
+georegion_relate_leaf(GeoRegion *r, int cover_index, S2CellId leaf)
+{
+	Assert(cover_index >= 0 && cover_index < r->ncover);
+	switch (r->kind)
+	{
+		case GR_CAP:
+			return cap_leaf_relation(r, leaf);
+		case GR_PLANAR:
+			return planar_leaf_relation(r, r->cover_nodes[cover_index], leaf);
+		case GR_GEODESIC:
+			return geodesic_leaf_relation(r, r->cover_nodes[cover_index], leaf);
+	}
+	return GEO_PARTIAL;			/* keep compiler quiet */
+}
