@@ -45,6 +45,7 @@
 /* the sphere PostGIS's geography <-> measures on, rounded down */
 #define GEO_KNN_SPHERE_RADIUS_LOW	6371000.0
 #define GEO_KNN_FIRST_RING_ENTRIES	32.0
+#define GEO_KNN_SEED_ENTRIES		16
 
 typedef struct GeoKeyState
 {
@@ -369,6 +370,15 @@ ring_distance_bound(GeoScanOpaque so, double angle)
 }
 
 static int
+double_cmp(const void *a, const void *b)
+{
+	double		da = *(const double *) a;
+	double		db = *(const double *) b;
+
+	return (da > db) - (da < db);
+}
+
+static int
 candidate_cmp(const void *a, const void *b)
 {
 	double		da = ((const GeoCandidate *) a)->distance;
@@ -453,15 +463,60 @@ scan_new_part(IndexScanDesc scan, uint64 lo, uint64 hi)
 		scan_range_for_ring(scan, from, hi);
 }
 
-/* First ring: a cap expected to hold a few dozen entries if they were spread evenly */
+/*
+ * First ring: the leaf page where the query point's cell id would sit holds
+ * points near it (Hilbert order keeps neighbours together), whatever the
+ * local density.  The cap that holds the GEO_KNN_SEED_ENTRIES nearest of
+ * them holds at least that many entries, so it is a good first ring in a
+ * city centre and in the open sea alike.  An empty leaf falls back to the
+ * cap that would hold a few dozen entries spread evenly.
+ */
 static double
-first_ring_angle(Relation index)
+first_ring_angle(IndexScanDesc scan)
 {
-	double		nentries = Max(1.0, (double) RelationGetNumberOfBlocks(index) *
-							   GEO_LEAF_CAPACITY * 0.7);
-	double		fraction = Min(1.0, GEO_KNN_FIRST_RING_ENTRIES / nentries);
+	GeoScanOpaque so = (GeoScanOpaque) scan->opaque;
+	Relation	index = scan->indexRelation;
+	ItemPointerData mintid;
+	Buffer		buf;
+	Page		page;
+	GeoLeafEntry *entries;
+	int			nentries;
+	double	   *distances;
+	int			n = 0;
+	double		nindex;
+	double		radius = s2_level_max_radius(S2_MAX_LEVEL);
 
-	return Max(1e-7, acos(1.0 - 2.0 * fraction));
+	ItemPointerSet(&mintid, 0, 0);
+	buf = geo_descend(index, s2_cellid_from_point(so->center), &mintid, BUFFER_LOCK_SHARE);
+	page = BufferGetPage(buf);
+	nentries = archer_page_nentries(page, sizeof(GeoLeafEntry));
+	entries = (GeoLeafEntry *) ArcherPageGetEntries(page);
+	distances = palloc(sizeof(double) * Max(nentries, 1));
+	for (int i = 0; i < nentries && i < GEO_LEAF_CAPACITY; i++)
+	{
+		if (entries[i].cellid == GEO_NULL_CELLID)
+			continue;
+		/* an upper bound of the point's angle, in the ring's terms */
+		if (column_is_planar(so->kind))
+		{
+			double		lat;
+			double		lng;
+
+			s2_latlng_from_point(s2_cellid_to_point(entries[i].cellid), &lat, &lng);
+			distances[n++] = hypot(lat - so->center_lat, lng - so->center_lng) * M_PI / 180.0;
+		}
+		else
+			distances[n++] = s2_point_angle(s2_cellid_to_point(entries[i].cellid), so->center);
+	}
+	UnlockReleaseBuffer(buf);
+
+	if (n == 0)
+	{
+		nindex = Max(1.0, (double) RelationGetNumberOfBlocks(index) * GEO_LEAF_CAPACITY * 0.7);
+		return Max(1e-7, acos(1.0 - 2.0 * Min(1.0, GEO_KNN_FIRST_RING_ENTRIES / nindex)));
+	}
+	qsort(distances, n, sizeof(double), double_cmp);
+	return Min(M_PI, distances[Min(n, GEO_KNN_SEED_ENTRIES) - 1] + 4 * radius + 1e-12);
 }
 
 /* Scan the next ring; false when the whole sphere has been scanned */
@@ -477,10 +532,10 @@ next_ring(IndexScanDesc scan)
 
 	if (so->ring_angle >= M_PI)
 		return false;
-	so->ring_angle = so->ring_angle < 0 ? first_ring_angle(scan->indexRelation) :
-		so->ring_angle * 2;
 	if (so->center_null)
 		so->ring_angle = M_PI;
+	else
+		so->ring_angle = so->ring_angle < 0 ? first_ring_angle(scan) : so->ring_angle * 2;
 
 	/* keep the candidates not yet returned */
 	memmove(so->cands, so->cands + so->cand_pos, sizeof(GeoCandidate) * remaining);
