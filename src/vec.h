@@ -57,6 +57,7 @@
 #define VEC_NSTRATEGIES			3
 
 #define VEC_MAX_LAYERS			16
+#define VEC_MAX_BATCH			(2 * 100)	/* 2m for the largest m */
 #define VEC_DEFAULT_M			16
 #define VEC_DEFAULT_EF_CONSTRUCTION	64
 
@@ -186,6 +187,9 @@ extern VecCandidate vec_heap_pop(VecHeap *heap);
 extern float vec_node_distance(Relation index, const VecIndexInfo *info,
 							   const VecQuery *query, ItemPointer tid,
 							   VecNodeHeader *header);
+extern void vec_batch_distances(Relation index, const VecIndexInfo *info,
+								const VecQuery *query, const ItemPointerData *tids,
+								int n, float *distances, VecNodeHeader *headers);
 extern int	vec_node_links(Relation index, const VecIndexInfo *info, ItemPointer tid,
 						   int layer, ItemPointerData *links);
 extern void vec_copy_node_code(Relation index, const VecIndexInfo *info, ItemPointer tid,

@@ -196,6 +196,8 @@ run_round(IndexScanDesc scan)
 	MemoryContext oldcxt = MemoryContextSwitchTo(so->scancxt);
 	VecHeap		best;			/* max-heap of the width nearest found */
 	ItemPointerData *links = palloc(sizeof(ItemPointerData) * 2 * info->m);
+	float	   *distances = palloc(sizeof(float) * 2 * info->m);
+	VecNodeHeader *headers = palloc(sizeof(VecNodeHeader) * 2 * info->m);
 	float		limit;
 
 	vec_heap_init(&best, so->width + 1, -1);
@@ -215,22 +217,24 @@ run_round(IndexScanDesc scan)
 	{
 		VecCandidate current = vec_heap_pop(&so->candidates);
 		int			nlinks = vec_node_links(index, info, &current.tid, 0, links);
+		int			nfresh = 0;
 
 		CHECK_FOR_INTERRUPTS();
 		for (int i = 0; i < nlinks; i++)
+			if (vec_visited_add(&so->visited, &links[i]))
+				links[nfresh++] = links[i];
+		vec_batch_distances(index, info, &so->query, links, nfresh, distances, headers);
+		for (int i = 0; i < nfresh; i++)
 		{
 			VecCandidate next;
-			VecNodeHeader header;
 
-			if (!vec_visited_add(&so->visited, &links[i]))
-				continue;
 			next.tid = links[i];
-			next.distance = vec_node_distance(index, info, &so->query, &links[i], &header);
+			next.distance = distances[i];
 			/* every node goes on the heap: a later, wider round may want it */
 			vec_heap_push(&so->candidates, &next);
-			if (header.flags & VEC_NODE_DELETED)
+			if (headers[i].flags & VEC_NODE_DELETED)
 				continue;
-			add_found(so, next.distance, &header);
+			add_found(so, next.distance, &headers[i]);
 			if (next.distance < result_set_limit(so, &best))
 			{
 				vec_heap_push(&best, &next);
