@@ -666,7 +666,7 @@ vec_build(Relation heap, Relation index, IndexInfo *indexInfo)
 				build.max[i] = 1.0f;
 			}
 		}
-		archer_sq8_init(&build.info->sq, build.info->dim, build.min, build.max, false);
+		archer_sq8_init(&build.info->sq, build.info->dim, build.min, build.max, true);
 		quantizer_pages = vec_write_quantizer_pages(index, build.min, build.max,
 													build.info->dim);
 	}

@@ -161,7 +161,7 @@ load_quantizer(Relation index, VecIndexInfo *info, int npages)
 	}
 	if (nvalues != 2 * dim)
 		archer_corrupted(index, ARCHER_META_BLKNO, "The quantizer is incomplete.");
-	archer_sq8_init(&info->sq, dim, values, values + dim, false);
+	archer_sq8_init(&info->sq, dim, values, values + dim, true);
 }
 
 /*
