@@ -27,7 +27,8 @@ OBJS += \
 	src/vec_scan.o \
 	src/vec_search.o \
 	src/vec_utils.o \
-	src/vec_vacuum.o
+	src/vec_vacuum.o \
+	src/vec_verify.o
 
 DATA = $(wildcard sql/install/*--*.sql)
 

@@ -319,3 +319,7 @@ CREATE OPERATOR CLASS float4_ip_ops
 CREATE OPERATOR CLASS float4_cosine_ops
 	FOR TYPE real[] USING archer_vector AS
 	OPERATOR 3 <=> (real[], real[]) FOR ORDER BY pg_catalog.float_ops;
+
+CREATE FUNCTION archer_vector_verify(index regclass) RETURNS bigint
+	AS 'MODULE_PATHNAME' LANGUAGE C STRICT PARALLEL RESTRICTED;
+COMMENT ON FUNCTION archer_vector_verify(regclass) IS 'checks an archer_vector index; returns its live node count or raises an error';

@@ -1,0 +1,205 @@
+/*-------------------------------------------------------------------------
+ *
+ * vec_verify.c
+ *	  archer_vector_verify(index): check every invariant of an
+ *	  archer_vector index and raise ERRCODE_INDEX_CORRUPTED naming the block
+ *	  on the first violation.
+ *
+ * Checked: the meta page and the quantizer pages; every node page's header,
+ * page id and version; every node's size for its layer count; every link
+ * points to a node of the index that lives on that layer, and no live node
+ * links to a deleted one (VACUUM repairs those); the entry point is a live
+ * node on the top layer; every row visible to a fresh snapshot with a
+ * non-NULL vector has a live node.  Holds ShareLock on the table (so
+ * inserts and VACUUM wait), AccessShareLock on a hot standby.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/table.h"
+#include "access/tableam.h"
+#include "access/xlog.h"
+#include "catalog/index.h"
+#include "catalog/pg_class.h"
+#include "commands/defrem.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
+#include "utils/lsyscache.h"
+#include "utils/snapmgr.h"
+
+#include "vec.h"
+
+PG_FUNCTION_INFO_V1(archer_vector_verify);
+
+typedef struct VecVerifyState
+{
+	Relation	index;
+	const VecIndexInfo *info;
+	VecVisited	live;			/* live nodes */
+	VecVisited	deleted;		/* deleted nodes */
+	VecVisited	heaptids;		/* heap TIDs of live nodes */
+	int64		nlive;
+} VecVerifyState;
+
+/* Pass 1: page and node checks; collect live and deleted nodes */
+static void
+collect_nodes(VecVerifyState *state, int quantizer_pages, uint8 *max_level)
+{
+	Relation	index = state->index;
+	BlockNumber nblocks = RelationGetNumberOfBlocks(index);
+
+	for (BlockNumber blkno = ARCHER_META_BLKNO + 1; blkno < nblocks; blkno++)
+	{
+		Buffer		buf = archer_read_page(index, blkno, BUFFER_LOCK_SHARE, ARCHER_VEC_PAGE_ID);
+		Page		page = BufferGetPage(buf);
+		uint8		flags = ArcherPageGetOpaque(page)->flags;
+
+		CHECK_FOR_INTERRUPTS();
+		if (blkno <= (BlockNumber) quantizer_pages)
+		{
+			if (!(flags & ARCHER_PAGE_QUANTIZER))
+				archer_corrupted(index, blkno, "A quantizer page is missing.");
+		}
+		else if (!(flags & ARCHER_PAGE_NODES))
+			archer_corrupted(index, blkno, "A page after the quantizer holds no nodes.");
+		else
+		{
+			for (OffsetNumber off = FirstOffsetNumber; off <= PageGetMaxOffsetNumber(page); off++)
+			{
+				VecNodeHeader *node = vec_page_node(index, page, blkno, off, state->info);
+				ItemPointerData tid;
+
+				ItemPointerSet(&tid, blkno, off);
+				if (node->flags & VEC_NODE_DELETED)
+					(void) vec_visited_add(&state->deleted, &tid);
+				else
+				{
+					if (!ItemPointerIsValid(&node->heaptid))
+						archer_corrupted(index, blkno, "A node holds an invalid heap pointer.");
+					(void) vec_visited_add(&state->live, &tid);
+					(void) vec_visited_add(&state->heaptids, &node->heaptid);
+					*max_level = Max(*max_level, node->level);
+					state->nlive++;
+				}
+			}
+		}
+		UnlockReleaseBuffer(buf);
+	}
+}
+
+/* Pass 2: every link of a live node leads to a live node on that layer */
+static void
+check_links(VecVerifyState *state, int quantizer_pages)
+{
+	Relation	index = state->index;
+	const VecIndexInfo *info = state->info;
+	BlockNumber nblocks = RelationGetNumberOfBlocks(index);
+
+	for (BlockNumber blkno = ARCHER_META_BLKNO + 1 + quantizer_pages; blkno < nblocks; blkno++)
+	{
+		Buffer		buf = archer_read_page(index, blkno, BUFFER_LOCK_SHARE, ARCHER_VEC_PAGE_ID);
+		Page		page = BufferGetPage(buf);
+
+		CHECK_FOR_INTERRUPTS();
+		for (OffsetNumber off = FirstOffsetNumber; off <= PageGetMaxOffsetNumber(page); off++)
+		{
+			VecNodeHeader *node = vec_page_node(index, page, blkno, off, info);
+
+			if (node->flags & VEC_NODE_DELETED)
+				continue;
+			for (int layer = 0; layer <= node->level; layer++)
+			{
+				int			nslots;
+				VecNeighbor *slots = vec_node_neighbors(node, info->dim, info->m, layer, &nslots);
+
+				for (int i = 0; i < nslots; i++)
+				{
+					if (!ItemPointerIsValid(&slots[i].tid))
+						continue;
+					if (vec_visited_contains(&state->deleted, &slots[i].tid))
+						archer_corrupted(index, blkno, "A live node links to a deleted node.");
+					if (!vec_visited_contains(&state->live, &slots[i].tid))
+						archer_corrupted(index, blkno, "A link points to no node.");
+				}
+			}
+		}
+		UnlockReleaseBuffer(buf);
+	}
+}
+
+static void
+verify_heap_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
+					 bool tupleIsAlive, void *arg)
+{
+	VecVerifyState *state = (VecVerifyState *) arg;
+
+	if (isnull[0])
+		return;
+	if (!vec_visited_contains(&state->heaptids, tid))
+		ereport(ERROR,
+				(errcode(ERRCODE_INDEX_CORRUPTED),
+				 errmsg("index \"%s\" has no node for the row at (%u,%u)",
+						RelationGetRelationName(index),
+						ItemPointerGetBlockNumber(tid), ItemPointerGetOffsetNumber(tid)),
+				 errhint("Please REINDEX it.")));
+}
+
+Datum
+archer_vector_verify(PG_FUNCTION_ARGS)
+{
+	Oid			indexoid = PG_GETARG_OID(0);
+	Oid			heapoid;
+	LOCKMODE	lockmode;
+	Relation	heap;
+	Relation	index;
+	VecVerifyState state = {0};
+	VecMetaPageData meta;
+	uint8		max_level = 0;
+	IndexInfo  *indexInfo;
+	Snapshot	snapshot;
+
+	if (get_rel_relkind(indexoid) != RELKIND_INDEX)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is not an index", get_rel_name(indexoid) ? get_rel_name(indexoid) : "?")));
+	/* before taking any lock: a non-owner must not be able to stall writers */
+	if (!pg_class_ownercheck(indexoid, GetUserId()))
+		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_INDEX, get_rel_name(indexoid));
+	heapoid = IndexGetRelation(indexoid, false);
+	lockmode = RecoveryInProgress() ? AccessShareLock : ShareLock;
+	heap = table_open(heapoid, lockmode);
+	index = index_open(indexoid, lockmode);
+	if (index->rd_rel->relam != get_index_am_oid("archer_vector", false))
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is not an archer_vector index", RelationGetRelationName(index))));
+
+	vec_read_meta(index, &meta);
+	state.index = index;
+	state.info = vec_index_info(index);
+	if (meta.dim > 0)
+	{
+		if (meta.dim > vec_max_dim(meta.m) || meta.m < 2 || meta.metric < 1 ||
+			meta.metric > VEC_NSTRATEGIES)
+			archer_corrupted(index, ARCHER_META_BLKNO, "The meta page holds impossible options.");
+		vec_visited_init(&state.live, 1024);
+		vec_visited_init(&state.deleted, 64);
+		vec_visited_init(&state.heaptids, 1024);
+		collect_nodes(&state, meta.quantizer_pages, &max_level);
+		check_links(&state, meta.quantizer_pages);
+		if (state.nlive > 0 &&
+			(!vec_visited_contains(&state.live, &meta.entry) || meta.entry_level != max_level))
+			archer_corrupted(index, ARCHER_META_BLKNO, "The entry point is not a live node on the top layer.");
+
+		indexInfo = BuildIndexInfo(index);
+		snapshot = RegisterSnapshot(GetTransactionSnapshot());
+		table_index_build_scan(heap, index, indexInfo, true, false, verify_heap_callback, &state,
+							   table_beginscan_strat(heap, snapshot, 0, NULL, true, true));
+		UnregisterSnapshot(snapshot);
+	}
+
+	index_close(index, lockmode);
+	table_close(heap, lockmode);
+	PG_RETURN_INT64(state.nlive);
+}
