@@ -753,28 +753,77 @@ on_circle_in_arc(S2Point a, S2Point b, S2Point n, S2Point m)
 }
 
 /*
- * Angle from p to the minor arc a-b with normal n (a positive multiple of
- * a x b); a, b, p, n need not be unit length.  If
- * p's projection onto the arc's great circle falls inside the arc, the
- * closest point is that projection; otherwise it is an endpoint.  The
- * in-arc test is applied to p itself: the projection differs from p by a
- * multiple of n, which the triple products ignore.
+ * A proxy for the angle between two directions that needs no arctangent
+ * and orders angles exactly: acute angles by their squared chord (through
+ * the sine, exact for tiny angles), obtuse ones by the squared chord to the
+ * antipode (exact near pi), every acute angle before every obtuse one.
  */
-static double
-angle_to_arc(S2Point p, S2Point a, S2Point b, S2Point n)
+typedef struct AngleKey
 {
-	double		da;
-	double		db;
+	bool		obtuse;
+	double		value;			/* acute: chord^2 to b; obtuse: chord^2 to -b */
+} AngleKey;
 
-	if (on_circle_in_arc(a, b, n, p))
-		return atan2(fabs(s2_point_dot(p, n)),
-					 vec_norm(s2_point_cross(p, n)));
-	da = s2_point_angle(p, a);
-	db = s2_point_angle(p, b);
-	return da < db ? da : db;
+static inline bool
+angle_key_less(AngleKey x, AngleKey y)
+{
+	if (x.obtuse != y.obtuse)
+		return !x.obtuse;
+	return x.obtuse ? x.value > y.value : x.value < y.value;
 }
 
-/* min angle from p to the cell, without slack */
+static AngleKey
+direction_key(S2Point a, S2Point b)
+{
+	double		norms = sqrt(s2_point_dot(a, a) * s2_point_dot(b, b));
+	double		cosine = s2_point_dot(a, b) / norms;
+	S2Point		c = s2_point_cross(a, b);
+	double		sine2 = s2_point_dot(c, c) / (norms * norms);
+	AngleKey	key;
+
+	key.obtuse = cosine < 0;
+	/* 2 (1 - |cos|) = 2 sin^2 / (1 + |cos|) */
+	key.value = 2 * sine2 / (1 + fabs(cosine));
+	return key;
+}
+
+/*
+ * The nearest point of the minor arc a-b (normal n, a positive multiple of
+ * a x b; nothing need be unit length) to p: if p's projection onto the
+ * arc's great circle falls inside the arc it is that projection (the
+ * in-arc test is applied to p itself: the projection differs from p by a
+ * multiple of n, which the triple products ignore), else an endpoint.
+ * Returns its angle key and sets *which to 0 (the projection), 1 (a) or
+ * 2 (b).
+ */
+static AngleKey
+arc_key(S2Point p, S2Point a, S2Point b, S2Point n, int *which)
+{
+	AngleKey	ka;
+	AngleKey	kb;
+
+	if (on_circle_in_arc(a, b, n, p))
+	{
+		double		pn = s2_point_dot(p, n);
+		double		sine2 = pn * pn / (s2_point_dot(p, p) * s2_point_dot(n, n));
+		AngleKey	key;
+
+		/* the angle to a great circle is at most pi/2 */
+		*which = 0;
+		key.obtuse = false;
+		key.value = 2 * sine2 / (1 + sqrt(1 - sine2));
+		return key;
+	}
+	ka = direction_key(p, a);
+	kb = direction_key(p, b);
+	*which = angle_key_less(kb, ka) ? 2 : 1;
+	return *which == 1 ? ka : kb;
+}
+
+/*
+ * min angle from p to the cell, without slack.  Candidates are compared
+ * by angle key; only the winner's angle is computed, accurately.
+ */
 static double
 cell_min_angle_raw(S2CellId id, S2Point p)
 {
@@ -783,8 +832,9 @@ cell_min_angle_raw(S2CellId id, S2Point p)
 	S2Point		t = xyz_to_uvw(face, p);
 	S2Point		v[4];
 	S2Point		n[4];
-	double		best;
-	double		d;
+	AngleKey	best = {false, 0};
+	int			best_edge = -1;
+	int			best_which = 0;
 	int			k;
 
 	if (uvw_in_cell(uv, t))
@@ -792,14 +842,22 @@ cell_min_angle_raw(S2CellId id, S2Point p)
 
 	/* outside: the closest point of the cell lies on its boundary */
 	cell_geometry_uvw(uv, v, n);
-	best = angle_to_arc(t, v[0], v[1], n[0]);
-	for (k = 1; k < 4; k++)
+	for (k = 0; k < 4; k++)
 	{
-		d = angle_to_arc(t, v[k], v[(k + 1) & 3], n[k]);
-		if (d < best)
+		int			which;
+		AngleKey	d = arc_key(t, v[k], v[(k + 1) & 3], n[k], &which);
+
+		if (best_edge < 0 || angle_key_less(d, best))
+		{
 			best = d;
+			best_edge = k;
+			best_which = which;
+		}
 	}
-	return best;
+	if (best_which == 0)
+		return atan2(fabs(s2_point_dot(t, n[best_edge])),
+					 vec_norm(s2_point_cross(t, n[best_edge])));
+	return s2_point_angle(t, best_which == 1 ? v[best_edge] : v[(best_edge + 1) & 3]);
 }
 
 double
