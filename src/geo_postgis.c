@@ -31,6 +31,7 @@
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
+#include "utils/syscache.h"
 
 #include "geo.h"
 
@@ -48,20 +49,6 @@
 
 #define GEO_SRID_WGS84		4326
 
-/* Functions of PostGIS we call, resolved once per query */
-typedef struct PostgisFuncs
-{
-	Oid			geography_type;
-	Oid			geometry_type;
-	FmgrInfo	dwithin;		/* st_dwithin(geography, geography, float8, bool) */
-	FmgrInfo	to_geography;	/* geography(geometry) */
-	FmgrInfo	intersects_geometry;
-	FmgrInfo	intersects_geography;
-	/* the cap center as geography, rebuilt when the cap changes */
-	ArcherCap	center_cap;
-	Datum		center;
-	bool		have_center;
-} PostgisFuncs;
 
 /* pg_extension.extnamespace; PostgreSQL 15 does not export a lookup */
 static Oid
@@ -109,44 +96,99 @@ postgis_type(const char *nspname, const char *typname)
 	return typenameTypeId(NULL, name);
 }
 
-static void
-postgis_func(FmgrInfo *finfo, MemoryContext mcxt, const char *nspname,
-			 const char *funcname, int nargs, Oid *argtypes)
+static Oid
+postgis_func(const char *nspname, const char *funcname, int nargs, Oid *argtypes)
 {
 	List	   *name = list_make2(makeString(pstrdup(nspname)), makeString(pstrdup(funcname)));
-	Oid			funcoid = LookupFuncName(name, nargs, argtypes, false);
 
-	fmgr_info_cxt(funcoid, finfo, mcxt);
+	return LookupFuncName(name, nargs, argtypes, false);
 }
+
+/*
+ * The PostGIS types and functions archer calls, looked up once per backend.
+ * Every use checks that st_dwithin still exists, a syscache probe: after
+ * DROP EXTENSION postgis and CREATE EXTENSION postgis the OIDs change and
+ * the lookup runs again.
+ */
+typedef struct PostgisCatalog
+{
+	bool		valid;
+	Oid			geography_type;
+	Oid			geometry_type;
+	Oid			dwithin;		/* st_dwithin(geography, geography, float8, bool) */
+	Oid			intersects_geography;
+	Oid			intersects_geometry;
+	Oid			to_geography;	/* geography(geometry) */
+	Oid			to_geometry;	/* geometry(geography) */
+	Oid			srid;			/* st_srid(geometry) */
+	Oid			isvalid;		/* st_isvalid(geometry) */
+	Oid			asbinary_geometry;
+	Oid			asbinary_geography;
+} PostgisCatalog;
+
+static PostgisCatalog catalog;
+
+static const PostgisCatalog *
+postgis_catalog(void)
+{
+	char	   *nspname;
+	Oid			argtypes[4];
+	PostgisCatalog found;
+
+	if (catalog.valid && SearchSysCacheExists1(PROCOID, ObjectIdGetDatum(catalog.dwithin)))
+		return &catalog;
+
+	nspname = postgis_schema();
+	found.geography_type = postgis_type(nspname, "geography");
+	found.geometry_type = postgis_type(nspname, "geometry");
+	argtypes[0] = found.geography_type;
+	argtypes[1] = found.geography_type;
+	argtypes[2] = FLOAT8OID;
+	argtypes[3] = BOOLOID;
+	found.dwithin = postgis_func(nspname, "st_dwithin", 4, argtypes);
+	found.intersects_geography = postgis_func(nspname, "st_intersects", 2, argtypes);
+	found.to_geometry = postgis_func(nspname, "geometry", 1, argtypes);
+	found.asbinary_geography = postgis_func(nspname, "st_asbinary", 1, argtypes);
+	argtypes[0] = found.geometry_type;
+	argtypes[1] = found.geometry_type;
+	found.intersects_geometry = postgis_func(nspname, "st_intersects", 2, argtypes);
+	found.to_geography = postgis_func(nspname, "geography", 1, argtypes);
+	found.srid = postgis_func(nspname, "st_srid", 1, argtypes);
+	found.isvalid = postgis_func(nspname, "st_isvalid", 1, argtypes);
+	found.asbinary_geometry = postgis_func(nspname, "st_asbinary", 1, argtypes);
+	found.valid = true;
+	catalog = found;
+	return &catalog;
+}
+
+/* Functions of PostGIS an exact predicate calls, kept in its fn_extra */
+typedef struct PostgisFuncs
+{
+	FmgrInfo	dwithin;
+	FmgrInfo	to_geography;
+	FmgrInfo	intersects_geometry;
+	FmgrInfo	intersects_geography;
+	/* the cap center as geography, rebuilt when the cap changes */
+	ArcherCap	center_cap;
+	Datum		center;
+	bool		have_center;
+} PostgisFuncs;
 
 static PostgisFuncs *
 postgis_funcs(FmgrInfo *flinfo)
 {
 	PostgisFuncs *funcs = (PostgisFuncs *) flinfo->fn_extra;
-	char	   *nspname;
-	Oid			argtypes[4];
+	const PostgisCatalog *cat;
 
 	if (funcs != NULL)
 		return funcs;
 
+	cat = postgis_catalog();
 	funcs = MemoryContextAllocZero(flinfo->fn_mcxt, sizeof(PostgisFuncs));
-	nspname = postgis_schema();
-	funcs->geography_type = postgis_type(nspname, "geography");
-	funcs->geometry_type = postgis_type(nspname, "geometry");
-
-	argtypes[0] = funcs->geography_type;
-	argtypes[1] = funcs->geography_type;
-	argtypes[2] = FLOAT8OID;
-	argtypes[3] = BOOLOID;
-	postgis_func(&funcs->dwithin, flinfo->fn_mcxt, nspname, "st_dwithin", 4, argtypes);
-	postgis_func(&funcs->intersects_geography, flinfo->fn_mcxt, nspname,
-				 "st_intersects", 2, argtypes);
-	argtypes[0] = funcs->geometry_type;
-	argtypes[1] = funcs->geometry_type;
-	postgis_func(&funcs->intersects_geometry, flinfo->fn_mcxt, nspname,
-				 "st_intersects", 2, argtypes);
-	postgis_func(&funcs->to_geography, flinfo->fn_mcxt, nspname, "geography", 1, argtypes);
-
+	fmgr_info_cxt(cat->dwithin, &funcs->dwithin, flinfo->fn_mcxt);
+	fmgr_info_cxt(cat->intersects_geography, &funcs->intersects_geography, flinfo->fn_mcxt);
+	fmgr_info_cxt(cat->intersects_geometry, &funcs->intersects_geometry, flinfo->fn_mcxt);
+	fmgr_info_cxt(cat->to_geography, &funcs->to_geography, flinfo->fn_mcxt);
 	flinfo->fn_extra = funcs;
 	return funcs;
 }
@@ -361,12 +403,9 @@ wkb_polygon(WkbReader *reader, int ndims, GeoPolygon *polygon)
 GeoRegion *
 geo_postgis_polygon_region(Datum polygon, bool geography)
 {
-	char	   *nspname = postgis_schema();
-	Oid			geomtype = postgis_type(nspname, "geometry");
-	Oid			geogtype = postgis_type(nspname, "geography");
-	Oid			argtype = geography ? geogtype : geomtype;
-	FmgrInfo	finfo;
+	const PostgisCatalog *cat = postgis_catalog();
 	Datum		geometry = polygon;
+	int32		srid;
 	bytea	   *wkb;
 	WkbReader	reader;
 	int			ndims;
@@ -375,26 +414,21 @@ geo_postgis_polygon_region(Datum polygon, bool geography)
 	int			npolygons;
 
 	if (geography)
-	{
-		postgis_func(&finfo, CurrentMemoryContext, nspname, "geometry", 1, &geogtype);
-		geometry = FunctionCall1(&finfo, polygon);
-	}
-	postgis_func(&finfo, CurrentMemoryContext, nspname, "st_srid", 1, &geomtype);
-	if (!geography && DatumGetInt32(FunctionCall1(&finfo, geometry)) != GEO_SRID_WGS84)
+		geometry = OidFunctionCall1(cat->to_geometry, polygon);
+	srid = DatumGetInt32(OidFunctionCall1(cat->srid, geometry));
+	if (!geography && srid != GEO_SRID_WGS84)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("query region must have SRID 4326, not %d",
-						DatumGetInt32(FunctionCall1(&finfo, geometry))),
+				 errmsg("query region must have SRID 4326, not %d", srid),
 				 errhint("Use ST_Transform(region, 4326).")));
-	postgis_func(&finfo, CurrentMemoryContext, nspname, "st_isvalid", 1, &geomtype);
-	if (!DatumGetBool(FunctionCall1(&finfo, geometry)))
+	if (!DatumGetBool(OidFunctionCall1(cat->isvalid, geometry)))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("query region is not a valid polygon"),
 				 errhint("Repair it with ST_MakeValid(region).")));
 
-	postgis_func(&finfo, CurrentMemoryContext, nspname, "st_asbinary", 1, &argtype);
-	wkb = DatumGetByteaPP(FunctionCall1(&finfo, polygon));
+	wkb = DatumGetByteaPP(OidFunctionCall1(geography ? cat->asbinary_geography :
+										   cat->asbinary_geometry, polygon));
 	reader.data = (const uint8 *) VARDATA_ANY(wkb);
 	reader.size = VARSIZE_ANY_EXHDR(wkb);
 	reader.pos = 0;
@@ -439,8 +473,8 @@ Datum
 geo_postgis_make_point(bool geography, double lat, double lng)
 {
 	char	   *text = psprintf("SRID=4326;POINT(%.17g %.17g)", lng, lat);
-	char	   *nspname = postgis_schema();
-	Oid			typoid = postgis_type(nspname, geography ? "geography" : "geometry");
+	const PostgisCatalog *cat = postgis_catalog();
+	Oid			typoid = geography ? cat->geography_type : cat->geometry_type;
 	Oid			inputfunc;
 	Oid			typioparam;
 
