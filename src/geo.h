@@ -7,7 +7,9 @@
  * storage.h for the common page layout and src/README.geo for the design).
  *
  *	block 0			meta page: GeoMetaPageData
- *	leaf pages		dense array of GeoLeafEntry, sorted by (cellid, tid)
+ *	leaf pages		dense array of GeoLeafEntry: a prefix sorted by (cellid, tid),
+ *					then a short unsorted tail of recent inserts (see
+ *					geo_insert.c)
  *	internal pages	dense array of GeoInternalEntry; entry i's child holds
  *					keys >= entry i's key and < entry i+1's key
  *
@@ -91,6 +93,8 @@ typedef struct GeoInternalEntry
 
 #define GEO_LEAF_CAPACITY		((int) (ARCHER_PAGE_CAPACITY_BYTES / sizeof(GeoLeafEntry)))
 #define GEO_INTERNAL_CAPACITY	((int) (ARCHER_PAGE_CAPACITY_BYTES / sizeof(GeoInternalEntry)))
+/* most entries a leaf keeps unsorted after its sorted prefix */
+#define GEO_LEAF_TAIL_MAX		32
 
 #define GEO_SPLIT_LOCK			ARCHER_META_BLKNO
 
@@ -159,6 +163,7 @@ extern Buffer geo_descend(Relation index, uint64 cellid, ItemPointer tid,
 extern Buffer geo_move_right(Relation index, Buffer buf, uint64 cellid,
 							 ItemPointer tid, int lockmode);
 extern int	geo_leaf_lower_bound(Page page, uint64 cellid, ItemPointer tid);
+extern void geo_leaf_sort(Page page);
 extern void geo_read_meta(Relation index, BlockNumber *root, uint16 *root_level);
 extern void geo_init_meta_page(Page page, BlockNumber root, uint16 root_level);
 

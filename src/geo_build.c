@@ -123,6 +123,10 @@ level_flush(LevelWriter *writer, const GeoKey *next_key, BlockNumber next_blkno)
 {
 	ArcherPageOpaque opaque = ArcherPageGetOpaque(writer->page.data);
 
+	/* keys arrive sorted */
+	opaque->nsorted = archer_page_nentries(writer->page.data,
+										   writer->level == 0 ? sizeof(GeoLeafEntry) :
+										   sizeof(GeoInternalEntry));
 	if (next_key)
 	{
 		opaque->flags |= ARCHER_PAGE_HAS_HIKEY;

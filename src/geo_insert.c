@@ -41,19 +41,23 @@ page_is_full(Page page)
 	return archer_page_nentries(page, page_entry_size(page)) >= page_capacity(page);
 }
 
-/* Insert into a leaf page image known to have room */
+/*
+ * Insert into a leaf page image known to have room: append to the unsorted
+ * tail, so the WAL record carries one entry rather than the half page a
+ * sorted insert shifts; a full tail is sorted into the prefix.
+ */
 static void
 leaf_page_add(Page page, uint64 cellid, ItemPointer tid)
 {
 	GeoLeafEntry *entries = (GeoLeafEntry *) ArcherPageGetEntries(page);
 	int			nentries = archer_page_nentries(page, sizeof(GeoLeafEntry));
-	int			pos = geo_leaf_lower_bound(page, cellid, tid);
 
-	memmove(&entries[pos + 1], &entries[pos], (nentries - pos) * sizeof(GeoLeafEntry));
-	entries[pos].cellid = cellid;
-	entries[pos].tid = *tid;
-	entries[pos].unused = 0;
+	entries[nentries].cellid = cellid;
+	entries[nentries].tid = *tid;
+	entries[nentries].unused = 0;
 	archer_page_set_nentries(page, sizeof(GeoLeafEntry), nentries + 1);
+	if (nentries + 1 - ArcherPageGetOpaque(page)->nsorted > GEO_LEAF_TAIL_MAX)
+		geo_leaf_sort(page);
 }
 
 static void
@@ -96,6 +100,8 @@ split_page_image(Page page, Page right, BlockNumber rightblkno)
 	char	   *moved = ArcherPageGetEntries(page) + keep * entry_size;
 	GeoKey		separator;
 
+	if (opaque->level == 0)
+		geo_leaf_sort(page);
 	/* both entry structs start with (cellid, tid) */
 	memcpy(&separator.cellid, moved, sizeof(uint64));
 	memcpy(&separator.tid, moved + sizeof(uint64), sizeof(ItemPointerData));
@@ -109,8 +115,10 @@ split_page_image(Page page, Page right, BlockNumber rightblkno)
 	ropaque->hikey_cellid = opaque->hikey_cellid;
 	ropaque->hikey_tid = opaque->hikey_tid;
 	ropaque->rightlink = opaque->rightlink;
+	ropaque->nsorted = nentries - keep;
 
 	archer_page_set_nentries(page, entry_size, keep);
+	opaque->nsorted = keep;
 	opaque->flags |= ARCHER_PAGE_HAS_HIKEY;
 	opaque->hikey_cellid = separator.cellid;
 	opaque->hikey_tid = separator.tid;

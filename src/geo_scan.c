@@ -194,7 +194,7 @@ entry_matches(GeoScanOpaque so, int first_cell, uint64 cellid, bool *recheck)
 /*
  * Read the leaf page of the key range [lo, hi] at *blkno (or, when it is
  * Invalid, the leaf where the range starts) and copy its entries in range
- * to entries.  Sets *blkno to the next leaf of the range, or Invalid when
+ * to entries, in no particular order.  Sets *blkno to the next leaf of the range, or Invalid when
  * the range is done.  *hikey carries the high key of the page read from
  * one call to the next: a right link must lead to higher keys, so a damaged
  * link cannot send the scan round in circles.
@@ -208,6 +208,7 @@ read_range_page(Relation index, uint64 lo, uint64 hi, BlockNumber *blkno,
 	ArcherPageOpaque opaque;
 	GeoLeafEntry *page_entries;
 	int			nentries;
+	int			nsorted;
 	int			pos = 0;
 	int			ncopied = 0;
 
@@ -236,10 +237,15 @@ read_range_page(Relation index, uint64 lo, uint64 hi, BlockNumber *blkno,
 	if (nentries > GEO_LEAF_CAPACITY)
 		archer_corrupted(index, BufferGetBlockNumber(buf), "A leaf holds too many entries.");
 	page_entries = (GeoLeafEntry *) ArcherPageGetEntries(page);
-	while (pos < nentries && page_entries[pos].cellid <= hi)
+	nsorted = Min(opaque->nsorted, nentries);
+	while (pos < nsorted && page_entries[pos].cellid <= hi)
 		entries[ncopied++] = page_entries[pos++];
+	/* the unsorted tail: recent inserts, in no order */
+	for (int i = nsorted; i < nentries; i++)
+		if (page_entries[i].cellid >= lo && page_entries[i].cellid <= hi)
+			entries[ncopied++] = page_entries[i];
 
-	if (pos == nentries && (opaque->flags & ARCHER_PAGE_HAS_HIKEY) &&
+	if (pos == nsorted && (opaque->flags & ARCHER_PAGE_HAS_HIKEY) &&
 		opaque->hikey_cellid <= hi)
 	{
 		*blkno = opaque->rightlink;
@@ -290,8 +296,6 @@ next_condition_batch(IndexScanDesc scan)
 		{
 			bool		recheck;
 
-			if (entries[i].cellid < lo)
-				continue;
 			if (entry_matches(so, so->cur_cell, entries[i].cellid, &recheck))
 				add_candidate(so, &entries[i].tid, recheck, 0);
 		}
@@ -430,8 +434,6 @@ scan_range_for_ring(IndexScanDesc scan, uint64 lo, uint64 hi)
 		{
 			bool		recheck = false;
 
-			if (entries[i].cellid < lo)
-				continue;
 			if (so->nkeys > 0 && !entry_matches(so, -1, entries[i].cellid, &recheck))
 				continue;
 			add_candidate(so, &entries[i].tid, recheck,

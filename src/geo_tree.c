@@ -117,13 +117,14 @@ internal_child_position(Page page, uint64 cellid, ItemPointer tid)
 	return lo;
 }
 
-/* First position on a leaf whose key is >= (cellid, tid) */
+/* First position in a leaf's sorted prefix whose key is >= (cellid, tid) */
 int
 geo_leaf_lower_bound(Page page, uint64 cellid, ItemPointer tid)
 {
 	GeoLeafEntry *entries = (GeoLeafEntry *) ArcherPageGetEntries(page);
 	int			lo = 0;
-	int			hi = archer_page_nentries(page, sizeof(GeoLeafEntry));
+	int			hi = Min(ArcherPageGetOpaque(page)->nsorted,
+						 archer_page_nentries(page, sizeof(GeoLeafEntry)));
 
 	while (lo < hi)
 	{
@@ -135,6 +136,25 @@ geo_leaf_lower_bound(Page page, uint64 cellid, ItemPointer tid)
 			hi = mid;
 	}
 	return lo;
+}
+
+static int
+leaf_entry_cmp(const void *a, const void *b)
+{
+	const GeoLeafEntry *x = (const GeoLeafEntry *) a;
+	const GeoLeafEntry *y = (const GeoLeafEntry *) b;
+
+	return geo_key_cmp(x->cellid, (ItemPointer) &x->tid, y->cellid, (ItemPointer) &y->tid);
+}
+
+/* Sort a whole leaf image: its tail merges into the sorted prefix */
+void
+geo_leaf_sort(Page page)
+{
+	int			nentries = archer_page_nentries(page, sizeof(GeoLeafEntry));
+
+	qsort(ArcherPageGetEntries(page), nentries, sizeof(GeoLeafEntry), leaf_entry_cmp);
+	ArcherPageGetOpaque(page)->nsorted = nentries;
 }
 
 /*

@@ -37,7 +37,9 @@ geo_bulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 		Page		page;
 		GeoLeafEntry *entries;
 		int			nentries;
+		int			nsorted;
 		int			nkept = 0;
+		int			nkept_sorted = 0;
 		GenericXLogState *state = NULL;
 
 		vacuum_delay_point();
@@ -59,6 +61,7 @@ geo_bulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 
 		entries = (GeoLeafEntry *) ArcherPageGetEntries(page);
 		nentries = archer_page_nentries(page, sizeof(GeoLeafEntry));
+		nsorted = ArcherPageGetOpaque(page)->nsorted;
 		for (int i = 0; i < nentries; i++)
 		{
 			if (callback(&entries[i].tid, callback_state))
@@ -72,11 +75,15 @@ geo_bulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 				stats->tuples_removed++;
 				continue;
 			}
+			/* squeezing keeps order: the sorted prefix stays sorted */
+			if (i < nsorted)
+				nkept_sorted++;
 			entries[nkept++] = entries[i];
 		}
 		if (state != NULL)
 		{
 			archer_page_set_nentries(page, sizeof(GeoLeafEntry), nkept);
+			ArcherPageGetOpaque(page)->nsorted = nkept_sorted;
 			GenericXLogFinish(state);
 		}
 		stats->num_index_tuples += nkept;

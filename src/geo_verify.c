@@ -34,12 +34,18 @@
 
 PG_FUNCTION_INFO_V1(archer_geo_verify);
 
+typedef struct LocatedKey
+{
+	GeoKey		key;
+	BlockNumber blkno;
+} LocatedKey;
+
 typedef struct VerifyState
 {
 	Relation	index;
 	BlockNumber nblocks;
 	BlockNumber npages_seen;
-	GeoKey	   *keys;			/* every leaf key, in order */
+	LocatedKey *keys;			/* every leaf key and its block */
 	int64		nkeys;
 	int64		maxkeys;
 	GeoColumnKind kind;
@@ -53,18 +59,38 @@ verify_fail(VerifyState *state, BlockNumber blkno, const char *detail)
 }
 
 static void
-remember_key(VerifyState *state, uint64 cellid, ItemPointer tid)
+remember_key(VerifyState *state, uint64 cellid, ItemPointer tid, BlockNumber blkno)
 {
 	if (state->nkeys == state->maxkeys)
 	{
 		state->maxkeys = Max(1024, state->maxkeys * 2);
 		state->keys = state->keys ?
-			repalloc_huge(state->keys, sizeof(GeoKey) * state->maxkeys) :
-			palloc_extended(sizeof(GeoKey) * state->maxkeys, MCXT_ALLOC_HUGE);
+			repalloc_huge(state->keys, sizeof(LocatedKey) * state->maxkeys) :
+			palloc_extended(sizeof(LocatedKey) * state->maxkeys, MCXT_ALLOC_HUGE);
 	}
-	state->keys[state->nkeys].cellid = cellid;
-	state->keys[state->nkeys].tid = *tid;
+	state->keys[state->nkeys].key.cellid = cellid;
+	state->keys[state->nkeys].key.tid = *tid;
+	state->keys[state->nkeys].blkno = blkno;
 	state->nkeys++;
+}
+
+static int
+located_key_cmp(const void *a, const void *b)
+{
+	const GeoKey *x = &((const LocatedKey *) a)->key;
+	const GeoKey *y = &((const LocatedKey *) b)->key;
+
+	return geo_key_cmp(x->cellid, (ItemPointer) &x->tid, y->cellid, (ItemPointer) &y->tid);
+}
+
+/* Sort the leaf keys for the heap check; the same key twice is damage */
+static void
+sort_keys(VerifyState *state)
+{
+	qsort(state->keys, state->nkeys, sizeof(LocatedKey), located_key_cmp);
+	for (int64 i = 1; i < state->nkeys; i++)
+		if (located_key_cmp(&state->keys[i - 1], &state->keys[i]) == 0)
+			verify_fail(state, state->keys[i].blkno, "A key is in the index twice.");
 }
 
 /*
@@ -75,7 +101,6 @@ static BlockNumber
 verify_level(VerifyState *state, BlockNumber blkno, uint16 level)
 {
 	BlockNumber first_child = InvalidBlockNumber;
-	bool		have_prev = false;
 	GeoKey		prev = {0};
 	bool		prev_hikey_set = false;
 	GeoKey		prev_hikey = {0};
@@ -86,6 +111,7 @@ verify_level(VerifyState *state, BlockNumber blkno, uint16 level)
 		Page		page;
 		ArcherPageOpaque opaque;
 		int			nentries;
+		int			nsorted;
 		Size		entry_size = level == 0 ? sizeof(GeoLeafEntry) : sizeof(GeoInternalEntry);
 		int			capacity = level == 0 ? GEO_LEAF_CAPACITY : GEO_INTERNAL_CAPACITY;
 
@@ -105,17 +131,9 @@ verify_level(VerifyState *state, BlockNumber blkno, uint16 level)
 		nentries = archer_page_nentries(page, entry_size);
 		if (nentries > capacity || (level > 0 && nentries == 0))
 			verify_fail(state, blkno, "The page holds an impossible number of entries.");
-		if (prev_hikey_set && nentries > 0)
-		{
-			uint64		cellid;
-			ItemPointerData tid;
-
-			memcpy(&cellid, ArcherPageGetEntries(page), sizeof(uint64));
-			memcpy(&tid, ArcherPageGetEntries(page) + sizeof(uint64), sizeof(ItemPointerData));
-			if (geo_key_cmp(cellid, &tid, prev_hikey.cellid, &prev_hikey.tid) < 0)
-				verify_fail(state, blkno, "A key is below the high key of the left sibling.");
-		}
-
+		nsorted = level == 0 ? opaque->nsorted : nentries;
+		if (nsorted > nentries || nentries - nsorted > GEO_LEAF_TAIL_MAX)
+			verify_fail(state, blkno, "The sorted part of a leaf is out of bounds.");
 		for (int i = 0; i < nentries; i++)
 		{
 			char	   *entry = ArcherPageGetEntries(page) + i * entry_size;
@@ -123,10 +141,14 @@ verify_level(VerifyState *state, BlockNumber blkno, uint16 level)
 
 			memcpy(&key.cellid, entry, sizeof(uint64));
 			memcpy(&key.tid, entry + sizeof(uint64), sizeof(ItemPointerData));
-			/* the first downlink of a level's leftmost page stands for minus infinity */
-			if (have_prev && !(level > 0 && i == 0 && !prev_hikey_set) &&
+			/* the sorted part increases; across pages the high keys bound it */
+			if (i < nsorted && i > 0 &&
 				geo_key_cmp(key.cellid, &key.tid, prev.cellid, &prev.tid) <= 0)
 				verify_fail(state, blkno, "Keys are out of order.");
+			/* every key, tail included, lies between the neighbours' high keys */
+			if (prev_hikey_set && (level == 0 || i > 0) &&
+				geo_key_cmp(key.cellid, &key.tid, prev_hikey.cellid, &prev_hikey.tid) < 0)
+				verify_fail(state, blkno, "A key is below the high key of the left sibling.");
 			if ((opaque->flags & ARCHER_PAGE_HAS_HIKEY) &&
 				geo_key_cmp(key.cellid, &key.tid, opaque->hikey_cellid, &opaque->hikey_tid) >= 0)
 				verify_fail(state, blkno, "A key is not below the page's high key.");
@@ -137,7 +159,7 @@ verify_level(VerifyState *state, BlockNumber blkno, uint16 level)
 					verify_fail(state, blkno, "A leaf entry holds an invalid cell id.");
 				if (!ItemPointerIsValid(&key.tid))
 					verify_fail(state, blkno, "A leaf entry holds an invalid heap pointer.");
-				remember_key(state, key.cellid, &key.tid);
+				remember_key(state, key.cellid, &key.tid, blkno);
 			}
 			else
 			{
@@ -148,8 +170,8 @@ verify_level(VerifyState *state, BlockNumber blkno, uint16 level)
 				if (first_child == InvalidBlockNumber)
 					first_child = child;
 			}
-			prev = key;
-			have_prev = true;
+			if (i < nsorted)
+				prev = key;
 		}
 
 		prev_hikey_set = (opaque->flags & ARCHER_PAGE_HAS_HIKEY) != 0;
@@ -172,7 +194,8 @@ key_search(VerifyState *state, uint64 cellid, ItemPointer tid)
 	while (lo <= hi)
 	{
 		int64		mid = (lo + hi) / 2;
-		int			cmp = geo_key_cmp(state->keys[mid].cellid, &state->keys[mid].tid, cellid, tid);
+		int			cmp = geo_key_cmp(state->keys[mid].key.cellid, &state->keys[mid].key.tid,
+									  cellid, tid);
 
 		if (cmp == 0)
 			return 1;
@@ -252,6 +275,7 @@ archer_geo_verify(PG_FUNCTION_ARGS)
 		level--;
 	}
 
+	sort_keys(&state);
 	indexInfo = BuildIndexInfo(index);
 	snapshot = RegisterSnapshot(GetTransactionSnapshot());
 	scan = table_beginscan_strat(heap, snapshot, 0, NULL, true, true);

@@ -762,8 +762,7 @@ static void
 node_split(GeoRegion *r, const GrPlane *pl, GrNode *node)
 {
 	GrNode	   *child = region_alloc(r, 4 * sizeof(GrNode));
-	int			cap = Max(node->nedges, 1);
-	int		   *buf = region_alloc(r, 4 * cap * sizeof(int));
+	uint8	   *near = region_alloc(r, Max(node->nedges, 1));
 	int			n[4] = {0, 0, 0, 0};
 	double		pad = pl->pad;
 	bool		shared;
@@ -809,8 +808,9 @@ node_split(GeoRegion *r, const GrPlane *pl, GrNode *node)
 	}
 
 	/*
-	 * Distribute the edges.  An edge whose bounding box misses a child's
-	 * padded box is not near it; one whose box lies within it is.
+	 * Distribute the edges: first a bit per child in near[], then exact-size
+	 * lists.  An edge whose bounding box misses a child's padded box is not
+	 * near it; one whose box lies within it is.
 	 */
 	for (j = 0; j < node->nedges; j++)
 	{
@@ -820,6 +820,7 @@ node_split(GeoRegion *r, const GrPlane *pl, GrNode *node)
 		double		ey0 = Min(e->y0, e->y1);
 		double		ey1 = Max(e->y0, e->y1);
 
+		near[j] = 0;
 		for (i = 0; i < 4; i++)
 		{
 			const GrRect *cr = &child[i].rect;
@@ -830,9 +831,22 @@ node_split(GeoRegion *r, const GrPlane *pl, GrNode *node)
 			if ((ex0 >= cr->x0 - pad && ex1 <= cr->x1 + pad &&
 				 ey0 >= cr->y0 - pad && ey1 <= cr->y1 + pad) ||
 				edge_near_rect(e, cr, pad))
-				buf[i * cap + n[i]++] = node->edges[j];
+			{
+				near[j] |= 1 << i;
+				n[i]++;
+			}
 		}
 	}
+	for (i = 0; i < 4; i++)
+	{
+		child[i].edges = n[i] > 0 ? region_alloc(r, n[i] * sizeof(int)) : NULL;
+		n[i] = 0;
+	}
+	for (j = 0; j < node->nedges; j++)
+		for (i = 0; i < 4; i++)
+			if (near[j] & (1 << i))
+				child[i].edges[n[i]++] = node->edges[j];
+	pfree(near);
 
 	/* move the node's reference point to its split point, if clear */
 	sx = node->sx;
@@ -853,11 +867,6 @@ node_split(GeoRegion *r, const GrPlane *pl, GrNode *node)
 		GrNode	   *c = &child[i];
 
 		c->nedges = n[i];
-		if (n[i] > 0)
-		{
-			c->edges = region_alloc(r, n[i] * sizeof(int));
-			memcpy(c->edges, &buf[i * cap], n[i] * sizeof(int));
-		}
 		if (shared)
 		{
 			/* clear of the parent's edges, so of the child's */
@@ -876,7 +885,6 @@ node_split(GeoRegion *r, const GrPlane *pl, GrNode *node)
 		else
 			c->src = node->src;
 	}
-	pfree(buf);
 	node->child = child;
 }
 

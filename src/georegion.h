@@ -70,7 +70,9 @@ extern GeoRegion *georegion_cap(S2Point center, double inner_angle, double outer
  * (lng, lat) degrees, as PostGIS geometry interprets SRID 4326; otherwise
  * edges are geodesics (great-circle arcs), as geography interprets them.
  * Raises ERROR for empty input, rings with fewer than 4 points or not
- * closed, NaN/infinite coordinates, latitude outside [-90, 90].
+ * closed, NaN/infinite coordinates, latitude outside [-90, 90], longitude
+ * outside [-180, 180]; geodesic polygons also for edges between antipodal
+ * points and for polygons not fitting in a hemisphere (see georegion.c).
  */
 extern GeoRegion *georegion_polygons(int npolygons, const GeoPolygon *polygons,
 									 bool planar);
@@ -82,7 +84,10 @@ extern int	georegion_cover(GeoRegion *region, int max_cells, GeoCoverCell **cell
 extern GeoRelation georegion_relate_leaf(GeoRegion *region, int cover_index,
 										 S2CellId leaf);
 
-/* Exact point-in-polygon for geodesic polygons (boundary counts as inside) */
+/*
+ * Exact point-in-polygon (boundary counts as inside): the predicate for
+ * geodesic polygons on built-in points; also answers for planar regions.
+ */
 extern bool georegion_contains_point(GeoRegion *region, double lng, double lat);
 
 #endif							/* ARCHER_GEOREGION_H */

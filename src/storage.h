@@ -62,7 +62,7 @@
 /*
  * Special space of every archer page.  The hikey (an exclusive upper bound
  * of the keys on the page, used by the geo tree's Lehman-Yao move-right) is
- * meaningful only with ARCHER_PAGE_HAS_HIKEY.
+ * meaningful only with ARCHER_PAGE_HAS_HIKEY; nsorted only on geo leaves.
  */
 typedef struct ArcherPageOpaqueData
 {
@@ -70,10 +70,17 @@ typedef struct ArcherPageOpaqueData
 	ItemPointerData hikey_tid;
 	uint16		level;			/* 0 for leaves */
 	BlockNumber rightlink;		/* next page at this level, or Invalid */
+	uint16		nsorted;		/* geo leaves: entries [0, nsorted) are sorted */
+	uint16		reserved16;
+	uint32		reserved32;
+	/* the last four bytes of every page, whatever the access method */
 	uint8		flags;
 	uint8		version;		/* ARCHER_PAGE_VERSION */
 	uint16		page_id;		/* ARCHER_*_PAGE_ID */
 } ArcherPageOpaqueData;
+
+StaticAssertDecl(sizeof(ArcherPageOpaqueData) == 32,
+				 "the page id must sit in the last two bytes of a page");
 
 typedef ArcherPageOpaqueData *ArcherPageOpaque;
 
