@@ -341,13 +341,7 @@ geo_buildempty(Relation index)
 	geo_init_meta_page(metapage.data, 1, 0);
 	archer_page_init(rootpage.data, ARCHER_GEO_PAGE_ID, ARCHER_PAGE_LEAF, 0);
 
-	PageSetChecksumInplace(metapage.data, ARCHER_META_BLKNO);
-	smgrextend(RelationGetSmgr(index), INIT_FORKNUM, ARCHER_META_BLKNO, metapage.data, true);
-	log_newpage(&(RelationGetSmgr(index))->smgr_rnode.node, INIT_FORKNUM,
-				ARCHER_META_BLKNO, metapage.data, true);
-	PageSetChecksumInplace(rootpage.data, 1);
-	smgrextend(RelationGetSmgr(index), INIT_FORKNUM, 1, rootpage.data, true);
-	log_newpage(&(RelationGetSmgr(index))->smgr_rnode.node, INIT_FORKNUM,
-				1, rootpage.data, true);
+	archer_write_init_fork_page(index, ARCHER_META_BLKNO, metapage.data);
+	archer_write_init_fork_page(index, 1, rootpage.data);
 	smgrimmedsync(RelationGetSmgr(index), INIT_FORKNUM);
 }

@@ -185,50 +185,21 @@ geo_validate(Oid opclassoid)
 Datum
 archer_geo_handler(PG_FUNCTION_ARGS)
 {
-	IndexAmRoutine *amroutine = makeNode(IndexAmRoutine);
-
-	amroutine->amstrategies = GEO_NSTRATEGIES;
-	amroutine->amsupport = 0;
-	amroutine->amoptsprocnum = 0;
-	amroutine->amcanorder = false;
-	amroutine->amcanorderbyop = true;
-	amroutine->amcanbackward = false;
-	amroutine->amcanunique = false;
-	amroutine->amcanmulticol = false;
-	amroutine->amoptionalkey = true;
-	amroutine->amsearcharray = false;
-	amroutine->amsearchnulls = false;
-	amroutine->amstorage = false;
-	amroutine->amclusterable = false;
-	amroutine->ampredlocks = false;
-	amroutine->amcanparallel = false;
-	amroutine->amcaninclude = false;
-	amroutine->amusemaintenanceworkmem = false;
-	amroutine->amparallelvacuumoptions = VACUUM_OPTION_PARALLEL_BULKDEL;
-	amroutine->amkeytype = InvalidOid;
+	IndexAmRoutine *amroutine = archer_am_routine(GEO_NSTRATEGIES);
 
 	amroutine->ambuild = geo_build;
 	amroutine->ambuildempty = geo_buildempty;
 	amroutine->aminsert = geo_insert;
 	amroutine->ambulkdelete = geo_bulkdelete;
 	amroutine->amvacuumcleanup = geo_vacuumcleanup;
-	amroutine->amcanreturn = NULL;
 	amroutine->amcostestimate = geo_costestimate;
 	amroutine->amoptions = geo_options;
-	amroutine->amproperty = NULL;
 	amroutine->ambuildphasename = geo_buildphasename;
 	amroutine->amvalidate = geo_validate;
-	amroutine->amadjustmembers = NULL;
 	amroutine->ambeginscan = geo_beginscan;
 	amroutine->amrescan = geo_rescan;
 	amroutine->amgettuple = geo_gettuple;
-	amroutine->amgetbitmap = NULL;
 	amroutine->amendscan = geo_endscan;
-	amroutine->ammarkpos = NULL;
-	amroutine->amrestrpos = NULL;
-	amroutine->amestimateparallelscan = NULL;
-	amroutine->aminitparallelscan = NULL;
-	amroutine->amparallelrescan = NULL;
 
 	PG_RETURN_POINTER(amroutine);
 }

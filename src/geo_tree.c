@@ -27,17 +27,11 @@ geo_key_cmp(uint64 cellid1, ItemPointer tid1, uint64 cellid2, ItemPointer tid2)
 void
 geo_init_meta_page(Page page, BlockNumber root, uint16 root_level)
 {
-	GeoMetaPageData *meta;
+	GeoMetaPageData *meta = archer_init_meta_page(page, ARCHER_GEO_PAGE_ID,
+												  sizeof(GeoMetaPageData));
 
-	archer_page_init(page, ARCHER_GEO_PAGE_ID, ARCHER_PAGE_META, 0);
-	meta = GeoPageGetMeta(page);
-	memset(meta, 0, sizeof(GeoMetaPageData));
-	meta->common.magic = ARCHER_MAGIC;
-	meta->common.version = ARCHER_PAGE_VERSION;
-	meta->common.page_id = ARCHER_GEO_PAGE_ID;
 	meta->root = root;
 	meta->root_level = root_level;
-	((PageHeader) page)->pd_lower = (char *) (meta + 1) - (char *) page;
 }
 
 void

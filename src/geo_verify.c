@@ -228,7 +228,6 @@ Datum
 archer_geo_verify(PG_FUNCTION_ARGS)
 {
 	Oid			indexoid = PG_GETARG_OID(0);
-	Oid			heapoid;
 	Relation	heap;
 	Relation	index;
 	VerifyState state = {0};
@@ -239,23 +238,7 @@ archer_geo_verify(PG_FUNCTION_ARGS)
 	TableScanDesc scan;
 	LOCKMODE	lockmode;
 
-	if (get_rel_relkind(indexoid) != RELKIND_INDEX)
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("\"%s\" is not an index", get_rel_name(indexoid) ? get_rel_name(indexoid) : "?")));
-	/* before taking any lock: a non-owner must not be able to stall writers */
-	if (!pg_class_ownercheck(indexoid, GetUserId()))
-		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_INDEX, get_rel_name(indexoid));
-	heapoid = IndexGetRelation(indexoid, false);
-	/* a hot standby allows no ShareLock; replay is the only writer there */
-	lockmode = RecoveryInProgress() ? AccessShareLock : ShareLock;
-	heap = table_open(heapoid, lockmode);
-	index = index_open(indexoid, lockmode);
-	if (index->rd_rel->relam != get_index_am_oid("archer_geo", false))
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("\"%s\" is not an archer_geo index", RelationGetRelationName(index))));
-
+	archer_verify_open(indexoid, "archer_geo", &heap, &index, &lockmode);
 	state.index = index;
 	state.nblocks = RelationGetNumberOfBlocks(index);
 	state.kind = geo_column_kind(index);

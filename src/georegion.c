@@ -371,39 +371,10 @@ vec3(double x, double y, double z)
 	return p;
 }
 
-static inline double
-vdot(S2Point a, S2Point b)
-{
-	return a.x * b.x + a.y * b.y + a.z * b.z;
-}
-
-static inline S2Point
-vcross(S2Point a, S2Point b)
-{
-	return vec3(a.y * b.z - a.z * b.y, a.z * b.x - a.x * b.z,
-				a.x * b.y - a.y * b.x);
-}
-
 static inline S2Point
 vcomb(double s, S2Point a, double t, S2Point b)
 {
 	return vec3(s * a.x + t * b.x, s * a.y + t * b.y, s * a.z + t * b.z);
-}
-
-static inline S2Point
-vnormalize(S2Point a)
-{
-	double		n = sqrt(vdot(a, a));
-
-	return vec3(a.x / n, a.y / n, a.z / n);
-}
-
-static inline double
-vangle(S2Point a, S2Point b)
-{
-	S2Point		c = vcross(a, b);
-
-	return atan2(sqrt(vdot(c, c)), vdot(a, b));
 }
 
 /*
@@ -467,17 +438,17 @@ face_uv_point(int face, double u, double v)
 	switch (face)
 	{
 		case 0:
-			return vnormalize(vec3(1, u, v));
+			return s2_point_normalize(vec3(1, u, v));
 		case 1:
-			return vnormalize(vec3(-u, 1, v));
+			return s2_point_normalize(vec3(-u, 1, v));
 		case 2:
-			return vnormalize(vec3(-u, -v, 1));
+			return s2_point_normalize(vec3(-u, -v, 1));
 		case 3:
-			return vnormalize(vec3(-1, -v, -u));
+			return s2_point_normalize(vec3(-1, -v, -u));
 		case 4:
-			return vnormalize(vec3(v, -1, -u));
+			return s2_point_normalize(vec3(v, -1, -u));
 		default:
-			return vnormalize(vec3(v, u, -1));
+			return s2_point_normalize(vec3(v, u, -1));
 	}
 }
 
@@ -930,15 +901,15 @@ sphere_near_arc(S2Point p, S2Point a, S2Point b, double dist)
 	double		nn;
 
 	/* chords are shorter than angles */
-	if (vdot(da, da) <= dist * dist || vdot(db, db) <= dist * dist)
+	if (s2_point_dot(da, da) <= dist * dist || s2_point_dot(db, db) <= dist * dist)
 		return true;
 	/* 2 a x b, computed accurately for short arcs too */
-	n = vcross(vcomb(1, a, 1, b), vcomb(1, b, -1, a));
-	nn = sqrt(vdot(n, n));
-	if (nn == 0 || fabs(vdot(p, n)) > dist * nn)
+	n = s2_point_cross(vcomb(1, a, 1, b), vcomb(1, b, -1, a));
+	nn = sqrt(s2_point_dot(n, n));
+	if (nn == 0 || fabs(s2_point_dot(p, n)) > dist * nn)
 		return false;
 	/* near the great circle: does p project inside the arc? */
-	return vdot(vcross(a, p), n) >= 0 && vdot(vcross(p, b), n) >= 0;
+	return s2_point_dot(s2_point_cross(a, p), n) >= 0 && s2_point_dot(s2_point_cross(p, b), n) >= 0;
 }
 
 /* Is p clear of every edge of the polygon? */
@@ -964,7 +935,7 @@ sphere_poly_clear(const GeoRegion *r, int poly, S2Point p)
 static int
 sphere_crossings(const GeoRegion *r, int poly, S2Point a, S2Point b)
 {
-	S2Point		n = vcross(a, b);
+	S2Point		n = s2_point_cross(a, b);
 	int			count = 0;
 	int			ring;
 
@@ -973,18 +944,18 @@ sphere_crossings(const GeoRegion *r, int poly, S2Point a, S2Point b)
 		const S2Point *v = r->verts;
 		int			end = r->ring_start[ring + 1];
 		int			j = r->ring_start[ring];
-		double		d0 = vdot(n, v[j]);
+		double		d0 = s2_point_dot(n, v[j]);
 
 		for (; j + 1 < end; j++)
 		{
-			double		d1 = vdot(n, v[j + 1]);
+			double		d1 = s2_point_dot(n, v[j + 1]);
 
 			if ((d0 > 0) != (d1 > 0))
 			{
 				/* where the edge meets the arc's great circle */
 				S2Point		x = vcomb(fabs(d0), v[j + 1], fabs(d1), v[j]);
 
-				if (vdot(vcross(a, x), n) > 0 && vdot(vcross(x, b), n) > 0)
+				if (s2_point_dot(s2_point_cross(a, x), n) > 0 && s2_point_dot(s2_point_cross(x, b), n) > 0)
 					count++;
 			}
 			d0 = d1;
@@ -1002,7 +973,7 @@ static bool
 sphere_contains(const GeoRegion *r, int poly, S2Point p)
 {
 	S2Point		ref = r->poly_ref[poly];
-	double		angle = vangle(ref, p);
+	double		angle = s2_point_angle(ref, p);
 	S2Point		n;
 	S2Point		t;
 	int			k;
@@ -1011,8 +982,8 @@ sphere_contains(const GeoRegion *r, int poly, S2Point p)
 		return (sphere_crossings(r, poly, ref, p) & 1) != 0;
 
 	/* a unit normal of a great circle through ref (and p, if defined) */
-	n = vcross(ref, p);
-	if (vdot(n, n) < 1e-6)
+	n = s2_point_cross(ref, p);
+	if (s2_point_dot(n, n) < 1e-6)
 	{
 		S2Point		axis = vec3(0, 0, 0);
 
@@ -1022,10 +993,10 @@ sphere_contains(const GeoRegion *r, int poly, S2Point p)
 			axis.y = 1;
 		else
 			axis.z = 1;
-		n = vcross(ref, axis);
+		n = s2_point_cross(ref, axis);
 	}
-	n = vnormalize(n);
-	t = vnormalize(vcross(n, ref));
+	n = s2_point_normalize(n);
+	t = s2_point_normalize(s2_point_cross(n, ref));
 
 	/*
 	 * Midpoints 90 degrees from ref, tilted off the circle step by step
@@ -1035,7 +1006,7 @@ sphere_contains(const GeoRegion *r, int poly, S2Point p)
 	for (k = 0; k < GR_REF_TRIES; k++)
 	{
 		double		a = 0.05 * k;
-		S2Point		m = vnormalize(vcomb(cos(a), t, sin(a), n));
+		S2Point		m = s2_point_normalize(vcomb(cos(a), t, sin(a), n));
 
 		if (sphere_poly_clear(r, poly, m))
 			return ((sphere_crossings(r, poly, ref, m) +
@@ -1229,7 +1200,7 @@ geodesic_set_reference(GeoRegion *r, int poly)
 
 	for (j = first; j < first + nverts; j++)
 		sum = vcomb(1, sum, 1, r->verts[j]);
-	len = sqrt(vdot(sum, sum));
+	len = sqrt(s2_point_dot(sum, sum));
 	if (len <= GR_MIN_MEAN * nverts)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -1272,7 +1243,7 @@ geodesic_load(GeoRegion *r, int npolygons, const GeoPolygon *polygons,
 			for (i = 0; i < g->npoints; i++)
 				r->verts[v + i] = s2_point_from_latlng(g->lat[i], g->lng[i]);
 			for (i = 0; i + 1 < g->npoints; i++)
-				if (vdot(r->verts[v + i], r->verts[v + i + 1]) < GR_ANTIPODAL_DOT)
+				if (s2_point_dot(r->verts[v + i], r->verts[v + i + 1]) < GR_ANTIPODAL_DOT)
 					ereport(ERROR,
 							(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 							 errmsg("polygon edge joins antipodal points"),

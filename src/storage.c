@@ -10,6 +10,14 @@
 #include "postgres.h"
 
 #include "access/itup.h"
+#include "access/table.h"
+#include "access/xlog.h"
+#include "catalog/index.h"
+#include "catalog/pg_class.h"
+#include "commands/defrem.h"
+#include "commands/vacuum.h"
+#include "utils/acl.h"
+#include "utils/lsyscache.h"
 #include "access/relscan.h"
 #include "access/xloginsert.h"
 #include "miscadmin.h"
@@ -188,4 +196,101 @@ archer_set_empty_itup(IndexScanDesc scan)
 		scan->xs_itup = index_form_tuple(desc, values, isnull);
 		scan->xs_itupdesc = desc;
 	}
+}
+
+/*
+ * Start a meta page: page header, and zeroed contents of meta_size bytes
+ * that begin with the common part (magic, version, page id).  Returns the
+ * contents for the access method to fill in.
+ */
+void *
+archer_init_meta_page(Page page, uint16 page_id, Size meta_size)
+{
+	ArcherMetaCommon *common;
+
+	archer_page_init(page, page_id, ARCHER_PAGE_META, 0);
+	common = (ArcherMetaCommon *) PageGetContents(page);
+	memset(common, 0, meta_size);
+	common->magic = ARCHER_MAGIC;
+	common->version = ARCHER_PAGE_VERSION;
+	common->page_id = page_id;
+	/* generic WAL redo keeps what lies below pd_lower */
+	((PageHeader) page)->pd_lower = (char *) common + meta_size - (char *) page;
+	return common;
+}
+
+/* Append a page to the init fork of an unlogged index, WAL-logged */
+void
+archer_write_init_fork_page(Relation index, BlockNumber blkno, Page page)
+{
+	PageSetChecksumInplace(page, blkno);
+	smgrextend(RelationGetSmgr(index), INIT_FORKNUM, blkno, page, true);
+	log_newpage(&(RelationGetSmgr(index))->smgr_rnode.node, INIT_FORKNUM, blkno, page, true);
+}
+
+/*
+ * The capabilities both access methods share: one column, ordering by
+ * operator, scans without conditions, no bitmap scans, no parallel scans.
+ */
+IndexAmRoutine *
+archer_am_routine(int nstrategies)
+{
+	IndexAmRoutine *amroutine = makeNode(IndexAmRoutine);
+
+	amroutine->amstrategies = nstrategies;
+	amroutine->amsupport = 0;
+	amroutine->amoptsprocnum = 0;
+	amroutine->amcanorder = false;
+	amroutine->amcanorderbyop = true;
+	amroutine->amcanbackward = false;
+	amroutine->amcanunique = false;
+	amroutine->amcanmulticol = false;
+	amroutine->amoptionalkey = true;
+	amroutine->amsearcharray = false;
+	amroutine->amsearchnulls = false;
+	amroutine->amstorage = false;
+	amroutine->amclusterable = false;
+	amroutine->ampredlocks = false;
+	amroutine->amcanparallel = false;
+	amroutine->amcaninclude = false;
+	amroutine->amusemaintenanceworkmem = false;
+	amroutine->amparallelvacuumoptions = VACUUM_OPTION_PARALLEL_BULKDEL;
+	amroutine->amkeytype = InvalidOid;
+	amroutine->amcanreturn = NULL;
+	amroutine->amproperty = NULL;
+	amroutine->amadjustmembers = NULL;
+	amroutine->amgetbitmap = NULL;
+	amroutine->ammarkpos = NULL;
+	amroutine->amrestrpos = NULL;
+	amroutine->amestimateparallelscan = NULL;
+	amroutine->aminitparallelscan = NULL;
+	amroutine->amparallelrescan = NULL;
+	return amroutine;
+}
+
+/*
+ * The opening of a verify function: the caller must own the index (checked
+ * before any lock, so a stranger cannot queue behind writers); then the
+ * table and index are opened with ShareLock, which keeps writers out while
+ * the check runs (AccessShareLock on a hot standby, where only replay
+ * writes), and the index must belong to the named access method.
+ */
+void
+archer_verify_open(Oid indexoid, const char *amname, Relation *heap, Relation *index,
+				   LOCKMODE *lockmode)
+{
+	if (get_rel_relkind(indexoid) != RELKIND_INDEX)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is not an index",
+						get_rel_name(indexoid) ? get_rel_name(indexoid) : "?")));
+	if (!pg_class_ownercheck(indexoid, GetUserId()))
+		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_INDEX, get_rel_name(indexoid));
+	*lockmode = RecoveryInProgress() ? AccessShareLock : ShareLock;
+	*heap = table_open(IndexGetRelation(indexoid, false), *lockmode);
+	*index = index_open(indexoid, *lockmode);
+	if ((*index)->rd_rel->relam != get_index_am_oid(amname, false))
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is not an %s index", RelationGetRelationName(*index), amname)));
 }

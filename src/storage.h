@@ -36,6 +36,7 @@
 #include "postgres.h"
 
 #include "access/generic_xlog.h"
+#include "access/amapi.h"
 #include "access/genam.h"
 #include "storage/bufmgr.h"
 #include "storage/bufpage.h"
@@ -116,5 +117,10 @@ extern void archer_corrupted(Relation index, BlockNumber blkno,
 extern void archer_write_new_page(Relation index, BlockNumber expected, Page page);
 extern void archer_log_all_pages(Relation index);
 extern void archer_set_empty_itup(IndexScanDesc scan);
+extern void *archer_init_meta_page(Page page, uint16 page_id, Size meta_size);
+extern void archer_write_init_fork_page(Relation index, BlockNumber blkno, Page page);
+extern IndexAmRoutine *archer_am_routine(int nstrategies);
+extern void archer_verify_open(Oid indexoid, const char *amname, Relation *heap,
+							   Relation *index, LOCKMODE *lockmode);
 
 #endif							/* ARCHER_STORAGE_H */

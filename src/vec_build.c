@@ -100,14 +100,9 @@ vec_buildphasename(int64 phasenum)
 void
 vec_init_meta_page(Page page, const VecIndexInfo *info, int quantizer_pages)
 {
-	VecMetaPageData *meta;
+	VecMetaPageData *meta = archer_init_meta_page(page, ARCHER_VEC_PAGE_ID,
+												  sizeof(VecMetaPageData));
 
-	archer_page_init(page, ARCHER_VEC_PAGE_ID, ARCHER_PAGE_META, 0);
-	meta = VecPageGetMeta(page);
-	memset(meta, 0, sizeof(VecMetaPageData));
-	meta->common.magic = ARCHER_MAGIC;
-	meta->common.version = ARCHER_PAGE_VERSION;
-	meta->common.page_id = ARCHER_VEC_PAGE_ID;
 	meta->dim = info->dim;
 	meta->m = info->m;
 	meta->ef_construction = info->ef_construction;
@@ -115,7 +110,6 @@ vec_init_meta_page(Page page, const VecIndexInfo *info, int quantizer_pages)
 	ItemPointerSetInvalid(&meta->entry);
 	meta->quantizer_pages = quantizer_pages;
 	meta->insert_page = InvalidBlockNumber;
-	((PageHeader) page)->pd_lower = (char *) (meta + 1) - (char *) page;
 }
 
 /*
@@ -745,9 +739,6 @@ vec_buildempty(Relation index)
 	/* the quantizer needs data: an unlogged index starts with a generic one */
 	info->dim = 0;
 	vec_init_meta_page(metapage.data, info, 0);
-	PageSetChecksumInplace(metapage.data, ARCHER_META_BLKNO);
-	smgrextend(RelationGetSmgr(index), INIT_FORKNUM, ARCHER_META_BLKNO, metapage.data, true);
-	log_newpage(&(RelationGetSmgr(index))->smgr_rnode.node, INIT_FORKNUM,
-				ARCHER_META_BLKNO, metapage.data, true);
+	archer_write_init_fork_page(index, ARCHER_META_BLKNO, metapage.data);
 	smgrimmedsync(RelationGetSmgr(index), INIT_FORKNUM);
 }

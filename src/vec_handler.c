@@ -148,50 +148,21 @@ vec_validate(Oid opclassoid)
 Datum
 archer_vector_handler(PG_FUNCTION_ARGS)
 {
-	IndexAmRoutine *amroutine = makeNode(IndexAmRoutine);
-
-	amroutine->amstrategies = VEC_NSTRATEGIES;
-	amroutine->amsupport = 0;
-	amroutine->amoptsprocnum = 0;
-	amroutine->amcanorder = false;
-	amroutine->amcanorderbyop = true;
-	amroutine->amcanbackward = false;
-	amroutine->amcanunique = false;
-	amroutine->amcanmulticol = false;
-	amroutine->amoptionalkey = true;
-	amroutine->amsearcharray = false;
-	amroutine->amsearchnulls = false;
-	amroutine->amstorage = false;
-	amroutine->amclusterable = false;
-	amroutine->ampredlocks = false;
-	amroutine->amcanparallel = false;
-	amroutine->amcaninclude = false;
-	amroutine->amusemaintenanceworkmem = false;
-	amroutine->amparallelvacuumoptions = VACUUM_OPTION_PARALLEL_BULKDEL;
-	amroutine->amkeytype = InvalidOid;
+	IndexAmRoutine *amroutine = archer_am_routine(VEC_NSTRATEGIES);
 
 	amroutine->ambuild = vec_build;
 	amroutine->ambuildempty = vec_buildempty;
 	amroutine->aminsert = vec_insert;
 	amroutine->ambulkdelete = vec_bulkdelete;
 	amroutine->amvacuumcleanup = vec_vacuumcleanup;
-	amroutine->amcanreturn = NULL;
 	amroutine->amcostestimate = vec_costestimate;
 	amroutine->amoptions = vec_options;
-	amroutine->amproperty = NULL;
 	amroutine->ambuildphasename = vec_buildphasename;
 	amroutine->amvalidate = vec_validate;
-	amroutine->amadjustmembers = NULL;
 	amroutine->ambeginscan = vec_beginscan;
 	amroutine->amrescan = vec_rescan;
 	amroutine->amgettuple = vec_gettuple;
-	amroutine->amgetbitmap = NULL;
 	amroutine->amendscan = vec_endscan;
-	amroutine->ammarkpos = NULL;
-	amroutine->amrestrpos = NULL;
-	amroutine->amestimateparallelscan = NULL;
-	amroutine->aminitparallelscan = NULL;
-	amroutine->amparallelrescan = NULL;
 
 	PG_RETURN_POINTER(amroutine);
 }

@@ -149,7 +149,6 @@ Datum
 archer_vector_verify(PG_FUNCTION_ARGS)
 {
 	Oid			indexoid = PG_GETARG_OID(0);
-	Oid			heapoid;
 	LOCKMODE	lockmode;
 	Relation	heap;
 	Relation	index;
@@ -159,22 +158,7 @@ archer_vector_verify(PG_FUNCTION_ARGS)
 	IndexInfo  *indexInfo;
 	Snapshot	snapshot;
 
-	if (get_rel_relkind(indexoid) != RELKIND_INDEX)
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("\"%s\" is not an index", get_rel_name(indexoid) ? get_rel_name(indexoid) : "?")));
-	/* before taking any lock: a non-owner must not be able to stall writers */
-	if (!pg_class_ownercheck(indexoid, GetUserId()))
-		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_INDEX, get_rel_name(indexoid));
-	heapoid = IndexGetRelation(indexoid, false);
-	lockmode = RecoveryInProgress() ? AccessShareLock : ShareLock;
-	heap = table_open(heapoid, lockmode);
-	index = index_open(indexoid, lockmode);
-	if (index->rd_rel->relam != get_index_am_oid("archer_vector", false))
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("\"%s\" is not an archer_vector index", RelationGetRelationName(index))));
-
+	archer_verify_open(indexoid, "archer_vector", &heap, &index, &lockmode);
 	vec_read_meta(index, &meta);
 	state.index = index;
 	state.info = vec_index_info(index);
