@@ -14,7 +14,9 @@
  * node is read twice.  A node found in a later round whose bound is below
  * the last one returned is skipped, which keeps the returned bounds in
  * order as the executor requires; archer.vector_max_scan_tuples caps the
- * rows one scan returns, with a NOTICE when it cuts the scan short.
+ * rows one scan returns, with a NOTICE when it cuts the scan short.  When
+ * the graph search runs dry, one pass over the node pages adds whatever it
+ * could not reach, so a selective filter still fills its LIMIT.
  *
  * Each returned row carries a lower bound of its exact distance
  * (xs_recheckorderby): the executor computes the exact distance from the
@@ -49,6 +51,7 @@ typedef struct VecScanOpaqueData
 	bool		started;
 	bool		done;
 	bool		null_query;		/* every distance is NULL: return all rows */
+	bool		swept;			/* every node page was read (see sweep_unvisited) */
 
 	VecHeap		candidates;		/* min-heap of nodes to expand */
 	VecVisited	visited;
@@ -94,6 +97,7 @@ vec_rescan(IndexScanDesc scan, ScanKey keys, int nkeys, ScanKey orderbys, int no
 	MemoryContextReset(so->scancxt);
 	so->started = false;
 	so->done = false;
+	so->swept = false;
 	so->nfound = so->maxfound = so->nready = so->ready_pos = 0;
 	so->found = NULL;
 	so->ready = NULL;
@@ -260,13 +264,54 @@ run_round(IndexScanDesc scan)
 	MemoryContextSwitchTo(oldcxt);
 }
 
-/* Prepare the next round; false when the graph or the budget is exhausted */
+/*
+ * The graph search ran dry: what it could not reach (a cluster no link
+ * leads into, nodes cut off while VACUUM relinks) is still in the index.
+ * Read every node page once and add the live nodes not met yet, so that a
+ * filtered query still fills its LIMIT when matching rows exist.
+ */
+static void
+sweep_unvisited(IndexScanDesc scan)
+{
+	VecScanOpaque so = (VecScanOpaque) scan->opaque;
+	Relation	index = scan->indexRelation;
+	BlockNumber nblocks = RelationGetNumberOfBlocks(index);
+	MemoryContext oldcxt = MemoryContextSwitchTo(so->scancxt);
+
+	so->swept = true;
+	for (BlockNumber blkno = ARCHER_META_BLKNO + 1; blkno < nblocks; blkno++)
+	{
+		Buffer		buf = archer_read_page(index, blkno, BUFFER_LOCK_SHARE, ARCHER_VEC_PAGE_ID);
+		Page		page = BufferGetPage(buf);
+
+		CHECK_FOR_INTERRUPTS();
+		if (ArcherPageGetOpaque(page)->flags & ARCHER_PAGE_NODES)
+		{
+			for (OffsetNumber off = FirstOffsetNumber; off <= PageGetMaxOffsetNumber(page); off++)
+			{
+				VecNodeHeader *node = vec_page_node(index, page, blkno, off, so->info);
+				ItemPointerData tid;
+
+				ItemPointerSet(&tid, blkno, off);
+				if ((node->flags & VEC_NODE_DELETED) || !vec_visited_add(&so->visited, &tid))
+					continue;
+				add_found(so, vec_query_distance(&so->query, vec_node_code(node)), node);
+			}
+		}
+		UnlockReleaseBuffer(buf);
+	}
+	MemoryContextSwitchTo(oldcxt);
+}
+
+/* Prepare the next round; false when the index or the budget is exhausted */
 static bool
 next_round(IndexScanDesc scan)
 {
 	VecScanOpaque so = (VecScanOpaque) scan->opaque;
 	bool		more_found = false;
 
+	if (so->candidates.count == 0 && !so->swept)
+		sweep_unvisited(scan);
 	for (int i = 0; i < so->nfound && !more_found; i++)
 		more_found = !so->found[i].returned;
 	if (so->candidates.count == 0 && !more_found)
