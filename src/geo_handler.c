@@ -143,43 +143,8 @@ geo_costestimate(PlannerInfo *root, IndexPath *path, double loop_count,
 static bool
 geo_validate(Oid opclassoid)
 {
-	bool		result = true;
-	HeapTuple	classtup = SearchSysCache1(CLAOID, ObjectIdGetDatum(opclassoid));
-	Form_pg_opclass classform;
-	CatCList   *oprlist;
-	char	   *opclassname;
-
-	if (!HeapTupleIsValid(classtup))
-		elog(ERROR, "cache lookup failed for operator class %u", opclassoid);
-	classform = (Form_pg_opclass) GETSTRUCT(classtup);
-	opclassname = NameStr(classform->opcname);
-	oprlist = SearchSysCacheList1(AMOPSTRATEGY, ObjectIdGetDatum(classform->opcfamily));
-	for (int i = 0; i < oprlist->n_members; i++)
-	{
-		Form_pg_amop oprform = (Form_pg_amop) GETSTRUCT(&oprlist->members[i]->tuple);
-
-		if (oprform->amopstrategy < 1 || oprform->amopstrategy > GEO_NSTRATEGIES)
-		{
-			ereport(INFO,
-					(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
-					 errmsg("archer_geo operator class \"%s\" has operator %s with invalid strategy number %d",
-							opclassname, format_operator(oprform->amopopr),
-							oprform->amopstrategy)));
-			result = false;
-		}
-		if ((oprform->amoppurpose == AMOP_ORDER) !=
-			(oprform->amopstrategy == GEO_STRATEGY_DISTANCE))
-		{
-			ereport(INFO,
-					(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
-					 errmsg("archer_geo operator class \"%s\" uses operator %s with the wrong purpose",
-							opclassname, format_operator(oprform->amopopr))));
-			result = false;
-		}
-	}
-	ReleaseCatCacheList(oprlist);
-	ReleaseSysCache(classtup);
-	return result;
+	return archer_validate_opclass(opclassoid, "archer_geo", GEO_NSTRATEGIES,
+								   1u << GEO_STRATEGY_DISTANCE);
 }
 
 Datum

@@ -16,7 +16,12 @@
 #include "catalog/pg_class.h"
 #include "commands/defrem.h"
 #include "commands/vacuum.h"
+#include "catalog/pg_amop.h"
+#include "catalog/pg_opclass.h"
 #include "utils/acl.h"
+#include "utils/catcache.h"
+#include "utils/regproc.h"
+#include "utils/syscache.h"
 #include "utils/lsyscache.h"
 #include "access/relscan.h"
 #include "access/xloginsert.h"
@@ -293,4 +298,46 @@ archer_verify_open(Oid indexoid, const char *amname, Relation *heap, Relation *i
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("\"%s\" is not an %s index", RelationGetRelationName(*index), amname)));
+}
+
+/*
+ * Operator class validation shared by the access methods: every operator
+ * has a strategy in 1..nstrategies, and is an ordering operator exactly
+ * when its strategy's bit is set in ordering_strategies.  Problems are
+ * reported as INFO, as amvalidate does.
+ */
+bool
+archer_validate_opclass(Oid opclassoid, const char *amname, int nstrategies,
+						uint32 ordering_strategies)
+{
+	bool		result = true;
+	HeapTuple	classtup = SearchSysCache1(CLAOID, ObjectIdGetDatum(opclassoid));
+	Form_pg_opclass classform;
+	CatCList   *oprlist;
+
+	if (!HeapTupleIsValid(classtup))
+		elog(ERROR, "cache lookup failed for operator class %u", opclassoid);
+	classform = (Form_pg_opclass) GETSTRUCT(classtup);
+	oprlist = SearchSysCacheList1(AMOPSTRATEGY, ObjectIdGetDatum(classform->opcfamily));
+	for (int i = 0; i < oprlist->n_members; i++)
+	{
+		Form_pg_amop oprform = (Form_pg_amop) GETSTRUCT(&oprlist->members[i]->tuple);
+		int			strategy = oprform->amopstrategy;
+		bool		ordering = strategy >= 1 && strategy <= nstrategies &&
+			(ordering_strategies & (1u << strategy)) != 0;
+
+		if (strategy < 1 || strategy > nstrategies ||
+			(oprform->amoppurpose == AMOP_ORDER) != ordering)
+		{
+			ereport(INFO,
+					(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
+					 errmsg("%s operator class \"%s\" has operator %s with strategy %d and the wrong purpose or number",
+							amname, NameStr(classform->opcname),
+							format_operator(oprform->amopopr), strategy)));
+			result = false;
+		}
+	}
+	ReleaseCatCacheList(oprlist);
+	ReleaseSysCache(classtup);
+	return result;
 }

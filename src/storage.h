@@ -120,6 +120,8 @@ extern void archer_set_empty_itup(IndexScanDesc scan);
 extern void *archer_init_meta_page(Page page, uint16 page_id, Size meta_size);
 extern void archer_write_init_fork_page(Relation index, BlockNumber blkno, Page page);
 extern IndexAmRoutine *archer_am_routine(int nstrategies);
+extern bool archer_validate_opclass(Oid opclassoid, const char *amname, int nstrategies,
+									uint32 ordering_strategies);
 extern void archer_verify_open(Oid indexoid, const char *amname, Relation *heap,
 							   Relation *index, LOCKMODE *lockmode);
 

@@ -116,33 +116,8 @@ vec_costestimate(PlannerInfo *root, IndexPath *path, double loop_count,
 static bool
 vec_validate(Oid opclassoid)
 {
-	bool		result = true;
-	HeapTuple	classtup = SearchSysCache1(CLAOID, ObjectIdGetDatum(opclassoid));
-	Form_pg_opclass classform;
-	CatCList   *oprlist;
-
-	if (!HeapTupleIsValid(classtup))
-		elog(ERROR, "cache lookup failed for operator class %u", opclassoid);
-	classform = (Form_pg_opclass) GETSTRUCT(classtup);
-	oprlist = SearchSysCacheList1(AMOPSTRATEGY, ObjectIdGetDatum(classform->opcfamily));
-	for (int i = 0; i < oprlist->n_members; i++)
-	{
-		Form_pg_amop oprform = (Form_pg_amop) GETSTRUCT(&oprlist->members[i]->tuple);
-
-		if (oprform->amopstrategy < 1 || oprform->amopstrategy > VEC_NSTRATEGIES ||
-			oprform->amoppurpose != AMOP_ORDER)
-		{
-			ereport(INFO,
-					(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
-					 errmsg("archer_vector operator class \"%s\" has operator %s with strategy %d; only ordering operators 1 to %d are supported",
-							NameStr(classform->opcname), format_operator(oprform->amopopr),
-							oprform->amopstrategy, VEC_NSTRATEGIES)));
-			result = false;
-		}
-	}
-	ReleaseCatCacheList(oprlist);
-	ReleaseSysCache(classtup);
-	return result;
+	return archer_validate_opclass(opclassoid, "archer_vector", VEC_NSTRATEGIES,
+								   (1u << VEC_METRIC_L2) | (1u << VEC_METRIC_IP) | (1u << VEC_METRIC_COSINE));
 }
 
 Datum
