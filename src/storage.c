@@ -115,6 +115,51 @@ archer_read_page(Relation index, BlockNumber blkno, int lockmode, uint16 page_id
 }
 
 /*
+ * Read and lock a page that a scan over every block visits; NULL for a
+ * page that is all zeros (a crash can leave the blocks an index was being
+ * extended with uninitialized: nothing links to them yet).
+ */
+Buffer
+archer_read_page_if_used(Relation index, BlockNumber blkno, int lockmode, uint16 page_id)
+{
+	Buffer		buf = ReadBuffer(index, blkno);
+
+	LockBuffer(buf, lockmode);
+	if (PageIsNew(BufferGetPage(buf)))
+	{
+		UnlockReleaseBuffer(buf);
+		return InvalidBuffer;
+	}
+	archer_check_page(index, BufferGetPage(buf), blkno, page_id);
+	return buf;
+}
+
+/*
+ * The buffer for block blkno of an index being laid out block by block,
+ * exclusively locked: an all-zero page left there by a crash, or a new
+ * block at the end.
+ */
+Buffer
+archer_buffer_for_block(Relation index, BlockNumber blkno)
+{
+	Buffer		buf;
+
+	if (blkno < RelationGetNumberOfBlocks(index))
+	{
+		buf = ReadBuffer(index, blkno);
+		LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
+		if (!PageIsNew(BufferGetPage(buf)))
+			archer_corrupted(index, blkno, "A block the index is about to lay out is in use.");
+		return buf;
+	}
+	buf = archer_new_buffer(index);
+	if (BufferGetBlockNumber(buf) != blkno)
+		archer_corrupted(index, BufferGetBlockNumber(buf),
+						 "The index did not extend at the block expected.");
+	return buf;
+}
+
+/*
  * A new page, exclusively locked: a page VACUUM freed if the free space map
  * has one, else a new block at the end.  The caller initializes it and
  * registers it with GENERIC_XLOG_FULL_IMAGE.

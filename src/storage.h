@@ -111,6 +111,9 @@ extern void archer_check_page(Relation index, Page page, BlockNumber blkno,
 							  uint16 page_id);
 extern Buffer archer_read_page(Relation index, BlockNumber blkno, int lockmode,
 							   uint16 page_id);
+extern Buffer archer_read_page_if_used(Relation index, BlockNumber blkno, int lockmode,
+									   uint16 page_id);
+extern Buffer archer_buffer_for_block(Relation index, BlockNumber blkno);
 extern Buffer archer_new_buffer(Relation index);
 extern void archer_corrupted(Relation index, BlockNumber blkno,
 							 const char *detail) pg_attribute_noreturn();

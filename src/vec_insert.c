@@ -239,8 +239,6 @@ initialize_empty_index(Relation index, const float *x, int dim)
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 				 errmsg("archer_vector can index at most %d dimensions with m = %d, not %d",
 						vec_max_dim(info->m), info->m, dim)));
-	if (RelationGetNumberOfBlocks(index) != 1)
-		archer_corrupted(index, ARCHER_META_BLKNO, "An index without a dimension has node pages.");
 	for (int i = 0; i < dim; i++)
 		radius = Max(radius, fabsf(x[i]) * 2);
 	for (int i = 0; i < dim; i++)
@@ -251,13 +249,12 @@ initialize_empty_index(Relation index, const float *x, int dim)
 
 	for (int start = 0; start < 2 * dim; start += per_page)
 	{
-		Buffer		buf = archer_new_buffer(index);
+		/* blocks a crash left all zeros are taken over, others refused */
+		Buffer		buf = archer_buffer_for_block(index, ARCHER_META_BLKNO + 1 + npages);
 		Page		page;
 		int			n = Min(per_page, 2 * dim - start);
 		float	   *values;
 
-		if (BufferGetBlockNumber(buf) != ARCHER_META_BLKNO + 1 + npages)
-			elog(ERROR, "archer_vector: quantizer pages must follow the meta page");
 		state = GenericXLogStart(index);
 		page = GenericXLogRegisterBuffer(state, buf, GENERIC_XLOG_FULL_IMAGE);
 		archer_page_init(page, ARCHER_VEC_PAGE_ID, ARCHER_PAGE_QUANTIZER, 0);

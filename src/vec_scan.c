@@ -281,10 +281,14 @@ sweep_unvisited(IndexScanDesc scan)
 	so->swept = true;
 	for (BlockNumber blkno = ARCHER_META_BLKNO + 1; blkno < nblocks; blkno++)
 	{
-		Buffer		buf = archer_read_page(index, blkno, BUFFER_LOCK_SHARE, ARCHER_VEC_PAGE_ID);
-		Page		page = BufferGetPage(buf);
+		Buffer		buf = archer_read_page_if_used(index, blkno, BUFFER_LOCK_SHARE,
+													   ARCHER_VEC_PAGE_ID);
+		Page		page;
 
 		CHECK_FOR_INTERRUPTS();
+		if (!BufferIsValid(buf))
+			continue;
+		page = BufferGetPage(buf);
 		if (ArcherPageGetOpaque(page)->flags & ARCHER_PAGE_NODES)
 		{
 			for (OffsetNumber off = FirstOffsetNumber; off <= PageGetMaxOffsetNumber(page); off++)
@@ -346,10 +350,16 @@ next_any_node(IndexScanDesc scan, ItemPointer heaptid)
 	}
 	while (so->walk_blkno < nblocks)
 	{
-		Buffer		buf = archer_read_page(index, so->walk_blkno, BUFFER_LOCK_SHARE,
-										   ARCHER_VEC_PAGE_ID);
-		Page		page = BufferGetPage(buf);
+		Buffer		buf = archer_read_page_if_used(index, so->walk_blkno, BUFFER_LOCK_SHARE,
+												   ARCHER_VEC_PAGE_ID);
+		Page		page;
 
+		if (!BufferIsValid(buf))
+		{
+			so->walk_blkno++;
+			continue;
+		}
+		page = BufferGetPage(buf);
 		if (ArcherPageGetOpaque(page)->flags & ARCHER_PAGE_NODES)
 		{
 			while (so->walk_offnum <= PageGetMaxOffsetNumber(page))

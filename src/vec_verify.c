@@ -51,11 +51,20 @@ collect_nodes(VecVerifyState *state, int quantizer_pages, uint8 *max_level)
 
 	for (BlockNumber blkno = ARCHER_META_BLKNO + 1; blkno < nblocks; blkno++)
 	{
-		Buffer		buf = archer_read_page(index, blkno, BUFFER_LOCK_SHARE, ARCHER_VEC_PAGE_ID);
-		Page		page = BufferGetPage(buf);
-		uint8		flags = ArcherPageGetOpaque(page)->flags;
+		Buffer		buf = archer_read_page_if_used(index, blkno, BUFFER_LOCK_SHARE,
+													   ARCHER_VEC_PAGE_ID);
+		Page		page;
+		uint8		flags;
 
 		CHECK_FOR_INTERRUPTS();
+		if (!BufferIsValid(buf))
+		{
+			if (blkno <= (BlockNumber) quantizer_pages)
+				archer_corrupted(index, blkno, "A quantizer page is missing.");
+			continue;
+		}
+		page = BufferGetPage(buf);
+		flags = ArcherPageGetOpaque(page)->flags;
 		if (blkno <= (BlockNumber) quantizer_pages)
 		{
 			if (!(flags & ARCHER_PAGE_QUANTIZER))
@@ -98,10 +107,14 @@ check_links(VecVerifyState *state, int quantizer_pages)
 
 	for (BlockNumber blkno = ARCHER_META_BLKNO + 1 + quantizer_pages; blkno < nblocks; blkno++)
 	{
-		Buffer		buf = archer_read_page(index, blkno, BUFFER_LOCK_SHARE, ARCHER_VEC_PAGE_ID);
-		Page		page = BufferGetPage(buf);
+		Buffer		buf = archer_read_page_if_used(index, blkno, BUFFER_LOCK_SHARE,
+													   ARCHER_VEC_PAGE_ID);
+		Page		page;
 
 		CHECK_FOR_INTERRUPTS();
+		if (!BufferIsValid(buf))
+			continue;
+		page = BufferGetPage(buf);
 		for (OffsetNumber off = FirstOffsetNumber; off <= PageGetMaxOffsetNumber(page); off++)
 		{
 			VecNodeHeader *node = vec_page_node(index, page, blkno, off, info);

@@ -31,9 +31,10 @@
 # empty table.  The standby's log must show no inconsistent page, no
 # FATAL (but its reconnecting to the restarted primary) and no PANIC.
 #
-# Known bugs are TODO tests: archer_vector_verify rejects the all-zero
-# pages a crash can leave at the end of an index, and an index without a
-# dimension yet rejects every insert after such a crash.
+# Known bugs are TODO tests: archer_vector_verify, and a scan that sweeps
+# the node pages (a selective filter), reject the all-zero pages a crash
+# can leave at the end of an index, and an index without a dimension yet
+# rejects every insert after such a crash.
 #
 # 3 rounds by default, 8 with ARCHER_LONG_TESTS=1.
 use strict;
@@ -428,6 +429,26 @@ for my $c (@CONFIGS)
 	is(unindexed_rows($primary, $table, $col, $index), '0',
 		"after the crash: $index has a live node for every committed row");
 	verify_index($primary, 'after the crash', $index, '>=', live_rows($primary, $table, $col));
+}
+# a selective filter: the graph search runs dry and the scan sweeps the
+# node pages for what it missed, reading every page of the index
+for my $c (@CONFIGS[0, 1])
+{
+	my ($name, $table, $col, $op, $index) = @$c;
+	my $knn = "SELECT count(*) FROM (SELECT id FROM $table WHERE id % 1000 = 7 "
+	  . "ORDER BY $col $op (SELECT $col FROM vq WHERE qid = 1) LIMIT 10) s";
+	my $want = $primary->safe_psql('postgres', "$SEQ_ONLY $knn");
+	($ret, $out, $err) = $primary->psql('postgres', "$INDEX_ONLY $knn");
+	my $what = "after the crash: $name: a kNN query with a selective filter";
+	if ($ret != 0 && $err =~ /The page is uninitialized/)
+	{
+		note("$what: $err");
+		local $TODO = 'archer_vector scans reject the all-zero page a crash leaves at the end of an index';
+		fail("$what works");
+		next;
+	}
+	is($ret, 0, "$what works") or diag($err);
+	note("$what: $out rows, $want by a sequential scan");
 }
 $primary->safe_psql('postgres', 'VACUUM vt');
 compare_nodes('after the crash', 1);
