@@ -13,10 +13,12 @@
  *
  * A node tuple holds the row's heap TID, its top layer, the quantization
  * error of its code (so that a lower bound of the exact distance is known),
- * the 8-bit code of the vector (of the unit vector for cosine) and its
+ * the 8-bit code of the vector (of the unit vector for cosine), its
  * neighbour lists: m0 = 2m slots on layer 0 and m slots on each layer
  * above, each slot a node TID and the distance to that neighbour (so that a
- * full list can drop its farthest neighbour without reading any other page).
+ * full list can drop its farthest neighbour without reading any other page),
+ * and last the values of the index's filter columns (integer columns after
+ * the vector column) as unaligned int64s, NULLs flagged in the header.
  * Tuples never change size: updates rewrite neighbour slots in place.
  *
  * Scans return candidates ordered by a lower bound of their exact distance
@@ -64,6 +66,11 @@
 /* node flags */
 #define VEC_NODE_DELETED		0x01
 #define VEC_NODE_ZERO			0x02	/* zero vector under cosine: distance 1 */
+#define VEC_NODE_FILTER_NULL(i)	(0x10 << (i))	/* filter column i is NULL */
+
+/* integer filter columns after the vector column; strategies as btree's */
+#define VEC_MAX_FILTERS			4
+#define VEC_FILTER_STRATEGIES	5
 
 typedef struct VecNeighbor
 {
@@ -116,6 +123,8 @@ typedef struct VecIndexInfo
 	int			ef_construction;
 	int			metric;
 	bool		is_array;		/* real[] rather than avector */
+	int			nfilters;		/* filter columns after the vector column */
+	Oid			filter_types[VEC_MAX_FILTERS];
 	ArcherSQ8	sq;
 } VecIndexInfo;
 
@@ -136,12 +145,21 @@ extern int	archer_vector_max_scan_tuples;
 extern void archer_vector_am_init(void);
 
 /* vec_utils.c */
-extern Size vec_node_size(int dim, int m, int level);
+extern Size vec_node_size(const VecIndexInfo *info, int level);
 extern uint8 *vec_node_code(VecNodeHeader *node);
+extern void vec_filter_values(const VecIndexInfo *info, const Datum *values,
+							  const bool *isnull, int64 *filters, uint8 *flags);
+extern void vec_node_set_filters(VecNodeHeader *node, const VecIndexInfo *info,
+								 const int64 *filters);
+extern bool vec_node_filter(const VecNodeHeader *node, const VecIndexInfo *info, int i,
+							int64 *value);
+extern int64 vec_filter_datum(Oid type, Datum value);
+extern void vec_index_columns(Relation index, VecIndexInfo *info);
 extern VecNeighbor *vec_node_neighbors(VecNodeHeader *node, int dim, int m, int layer,
 									   int *nslots);
 extern const VecIndexInfo *vec_index_info(Relation index);
-extern int	vec_max_dim(int m);
+extern int	vec_max_dim(int m, int nfilters);
+extern void vec_check_dim(const VecIndexInfo *info, int dim);
 extern const float *vec_datum_values(const VecIndexInfo *info, Datum value, int *dim);
 extern void vec_encode(const VecIndexInfo *info, const float *x, uint8 *code,
 					   float *error, float *norm, uint8 *flags);
@@ -150,6 +168,8 @@ extern float vec_query_distance(const VecQuery *query, const uint8 *code);
 extern double vec_lower_bound(const VecQuery *query, float code_distance,
 							  const VecNodeHeader *node);
 extern float vec_code_distance(const VecIndexInfo *info, const uint8 *a, const uint8 *b);
+extern int	vec_choose_slot(const float *link_distance, const float *between, int nslots,
+							float distance, bool force);
 extern void vec_reset_levels(void);
 extern int	vec_random_level(int m);
 extern void vec_read_meta(Relation index, VecMetaPageData *meta);
@@ -189,7 +209,8 @@ extern float vec_node_distance(Relation index, const VecIndexInfo *info,
 							   VecNodeHeader *header);
 extern void vec_batch_distances(Relation index, const VecIndexInfo *info,
 								const VecQuery *query, const ItemPointerData *tids,
-								int n, float *distances, VecNodeHeader *headers);
+								int n, float *distances, VecNodeHeader *headers,
+								int64 *filters);
 extern int	vec_node_links(Relation index, const VecIndexInfo *info, ItemPointer tid,
 						   int layer, ItemPointerData *links);
 extern void vec_copy_node_code(Relation index, const VecIndexInfo *info, ItemPointer tid,

@@ -48,6 +48,7 @@ typedef struct BuildNode
 	float		error;
 	float		norm;
 	int64		first_link;		/* index of its layer-0 slots in the link arrays */
+	int64		filters[VEC_MAX_FILTERS];
 	ItemPointerData tid;		/* where it lands on disk */
 } BuildNode;
 
@@ -156,11 +157,7 @@ range_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
 	x = vec_datum_values(build->info, values[0], &dim);
 	if (build->info->dim == 0)
 	{
-		if (dim > vec_max_dim(build->info->m))
-			ereport(ERROR,
-					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-					 errmsg("archer_vector can index at most %d dimensions with m = %d, not %d",
-							vec_max_dim(build->info->m), build->info->m, dim)));
+		vec_check_dim(build->info, dim);
 		build->info->dim = dim;
 		MemoryContextSwitchTo(oldcxt);
 		build->min = palloc(sizeof(float) * dim);
@@ -184,6 +181,8 @@ range_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
 }
 
 /* ---- the in-memory graph ---- */
+
+#define VEC_MIN_INDEGREE		2
 
 static int
 layer_slots(const VecIndexInfo *info, int layer)
@@ -345,21 +344,16 @@ select_neighbors(BuildState *build, MemCandidate *sorted, int ncand, int max,
 }
 
 /*
- * Link from -> to at a layer.  A full list applies the diversity rule to
- * the newcomer: if one of the current links is nearer to it than "from"
- * is, that link already leads its way and nothing changes; otherwise it
- * replaces the farthest link it now dominates (one nearer to it than to
- * "from"), or else the farthest link if it is nearer than that.  Dropping
- * plainly the farthest link instead would strip the long links that join
- * clusters.
+ * Link from -> to at a layer: into a free slot, or by the diversity rule
+ * when the list is full (vec_choose_slot).  Returns whether it linked.
  */
-static void
-add_link(BuildState *build, int64 from, int64 to, float distance, int layer)
+static bool
+add_link(BuildState *build, int64 from, int64 to, float distance, int layer, bool force)
 {
 	int64		off = link_offset(build, from, layer);
 	int			slots = layer_slots(build->info, layer);
-	int			victim = -1;
-	int			farthest = 0;
+	float		between[VEC_MAX_BATCH];
+	int			slot;
 
 	for (int s = 0; s < slots; s++)
 	{
@@ -367,29 +361,17 @@ add_link(BuildState *build, int64 from, int64 to, float distance, int layer)
 		{
 			build->links[off + s] = to;
 			build->link_dist[off + s] = distance;
-			return;
+			return true;
 		}
 	}
 	for (int s = 0; s < slots; s++)
-	{
-		float		between = node_distance(build, to, build->links[off + s]);
-
-		if (between < distance)
-			return;
-		if (between < build->link_dist[off + s] &&
-			(victim < 0 || build->link_dist[off + s] > build->link_dist[off + victim]))
-			victim = s;
-		if (build->link_dist[off + s] > build->link_dist[off + farthest])
-			farthest = s;
-	}
-	if (victim < 0)
-	{
-		if (build->link_dist[off + farthest] <= distance)
-			return;
-		victim = farthest;
-	}
-	build->links[off + victim] = to;
-	build->link_dist[off + victim] = distance;
+		between[s] = node_distance(build, to, build->links[off + s]);
+	slot = vec_choose_slot(build->link_dist + off, between, slots, distance, force);
+	if (slot < 0)
+		return false;
+	build->links[off + slot] = to;
+	build->link_dist[off + slot] = distance;
+	return true;
 }
 
 static void
@@ -421,15 +403,19 @@ mem_insert(BuildState *build, int64 q)
 	{
 		int			nselected;
 		int64		off = link_offset(build, q, layer);
+		bool		linked = false;
 
 		nfound = mem_search_layer(build, q, found, nfound, ef, layer);
 		nselected = select_neighbors(build, found, nfound, layer_slots(info, layer), selected);
+
 		for (int i = 0; i < nselected; i++)
 		{
 			build->links[off + i] = selected[i].node;
 			build->link_dist[off + i] = selected[i].distance;
-			add_link(build, selected[i].node, q, selected[i].distance, layer);
+			linked |= add_link(build, selected[i].node, q, selected[i].distance, layer, false);
 		}
+		if (!linked && nselected > 0)
+			(void) add_link(build, selected[0].node, q, selected[0].distance, layer, true);
 	}
 	if (level > build->entry_level)
 	{
@@ -438,6 +424,99 @@ mem_insert(BuildState *build, int64 q)
 	}
 	pfree(found);
 	pfree(selected);
+}
+
+/*
+ * Link into node from the nearest of its neighbours that does not link to
+ * it yet and whose list can spare a slot: a free one, or the farthest link
+ * to a node that enough others link to as well.  Returns whether it found
+ * one.
+ */
+static bool
+adopt_orphan(BuildState *build, int64 node, int layer, int32 *indegree)
+{
+	int64		off = link_offset(build, node, layer);
+	int			slots = layer_slots(build->info, layer);
+	bool		tried[VEC_MAX_BATCH] = {false};
+
+	for (;;)
+	{
+		int			best = -1;
+		int64		owner;
+		int64		owner_off;
+		int			victim = -1;
+
+		for (int s = 0; s < slots && build->links[off + s] >= 0; s++)
+			if (!tried[s] && (best < 0 || build->link_dist[off + s] < build->link_dist[off + best]))
+				best = s;
+		if (best < 0)
+			return false;
+		tried[best] = true;
+		owner = build->links[off + best];
+		owner_off = link_offset(build, owner, layer);
+		for (int s = 0; s < slots; s++)
+		{
+			int64		target = build->links[owner_off + s];
+
+			if (target == node)
+			{
+				victim = -1;
+				break;
+			}
+			if (target < 0)
+			{
+				victim = s;
+				break;
+			}
+			if (indegree[target] > VEC_MIN_INDEGREE &&
+				(victim < 0 || build->link_dist[owner_off + s] > build->link_dist[owner_off + victim]))
+				victim = s;
+		}
+		if (victim < 0)
+			continue;
+		if (build->links[owner_off + victim] >= 0)
+			indegree[build->links[owner_off + victim]]--;
+		build->links[owner_off + victim] = node;
+		build->link_dist[owner_off + victim] = build->link_dist[off + best];
+		indegree[node]++;
+		return true;
+	}
+}
+
+/*
+ * The diversity rule lets a newcomer take the slot of a link that was its
+ * target's only way in, and a node nobody links to is never found by a
+ * search (a few percent of the nodes on real data; a node with one way in
+ * is hard to find).  After the last insert, link each node with fewer than
+ * VEC_MIN_INDEGREE ways in on each of its layers from its neighbours.
+ * Not under inner product: there, a few long vectors are everyone's
+ * nearest by nature, most nodes have no way in, and rewiring the lists
+ * toward them loses recall (measured: 0.99 -> 0.66 on clustered data).
+ */
+static void
+reconnect_orphans(BuildState *build)
+{
+	int32	   *indegree = palloc_extended(sizeof(int32) * build->nnodes, MCXT_ALLOC_HUGE);
+
+	for (int layer = 0; layer <= build->entry_level; layer++)
+	{
+		memset(indegree, 0, sizeof(int32) * build->nnodes);
+		for (int64 i = 0; i < build->nnodes; i++)
+		{
+			int64		off = link_offset(build, i, layer);
+
+			if (build->nodes[i].level < layer)
+				continue;
+			for (int s = 0; s < layer_slots(build->info, layer) && build->links[off + s] >= 0; s++)
+				indegree[build->links[off + s]]++;
+		}
+		for (int64 i = 0; i < build->nnodes; i++)
+			while (build->nodes[i].level >= layer && indegree[i] < VEC_MIN_INDEGREE &&
+				   i != build->entry)
+				if (!adopt_orphan(build, i, layer, indegree))
+					break;
+	}
+	pfree(indegree);
 }
 
 /* ---- pass 2: encode and insert ---- */
@@ -471,10 +550,11 @@ graph_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
 	node->heaptid = *tid;
 	node->level = vec_random_level(info->m);
 	while (node->level > 0 &&
-		   vec_node_size(info->dim, info->m, node->level) > (Size) ARCHER_PAGE_CAPACITY_BYTES - 64)
+		   vec_node_size(info, node->level) > (Size) ARCHER_PAGE_CAPACITY_BYTES - 64)
 		node->level--;
 	vec_encode(info, x, build->codes + build->nnodes * info->dim, &node->error,
 			   &node->norm, &node->flags);
+	vec_filter_values(info, values, isnull, node->filters, &node->flags);
 	nslots = 2 * info->m + node->level * info->m;
 	if (build->nlinks + nslots > build->maxlinks)
 	{
@@ -511,7 +591,7 @@ assign_tids(BuildState *build, BlockNumber first_blkno)
 
 	for (int64 i = 0; i < build->nnodes; i++)
 	{
-		Size		need = MAXALIGN(vec_node_size(build->info->dim, build->info->m,
+		Size		need = MAXALIGN(vec_node_size(build->info,
 												  build->nodes[i].level)) + sizeof(ItemIdData);
 
 		if (need > free_space)
@@ -540,7 +620,7 @@ write_node_pages(BuildState *build, BlockNumber first_blkno)
 	{
 		BuildNode  *src = &build->nodes[i];
 		VecNodeHeader *node = (VecNodeHeader *) tuple;
-		Size		size = vec_node_size(info->dim, info->m, src->level);
+		Size		size = vec_node_size(info, src->level);
 
 		if (ItemPointerGetBlockNumber(&src->tid) != current)
 		{
@@ -555,6 +635,7 @@ write_node_pages(BuildState *build, BlockNumber first_blkno)
 		node->error = src->error;
 		node->norm = src->norm;
 		memcpy(vec_node_code(node), build->codes + i * info->dim, info->dim);
+		vec_node_set_filters(node, info, src->filters);
 		for (int layer = 0; layer <= src->level; layer++)
 		{
 			int			nslots;
@@ -593,17 +674,14 @@ build_info(Relation index)
 	info->m = options ? options->m : VEC_DEFAULT_M;
 	info->ef_construction = options ? options->ef_construction : VEC_DEFAULT_EF_CONSTRUCTION;
 	info->is_array = index->rd_opcintype[0] == FLOAT4ARRAYOID;
+	vec_index_columns(index, info);
 	info->dim = (!info->is_array && typmod > 0) ? typmod : 0;
 	/* the metric is the strategy of the opclass's operator */
 	for (int strategy = 1; strategy <= VEC_NSTRATEGIES; strategy++)
 		if (OidIsValid(get_opfamily_member(index->rd_opfamily[0], index->rd_opcintype[0],
 										   index->rd_opcintype[0], strategy)))
 			info->metric = strategy;
-	if (info->dim > vec_max_dim(info->m))
-		ereport(ERROR,
-				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("archer_vector can index at most %d dimensions with m = %d, not %d",
-						vec_max_dim(info->m), info->m, info->dim)));
+	vec_check_dim(info, info->dim);
 	return info;
 }
 
@@ -699,6 +777,8 @@ vec_build(Relation heap, Relation index, IndexInfo *indexInfo)
 	}
 	if (build.nrows > 0)
 		table_index_build_scan(heap, index, indexInfo, true, true, graph_callback, &build, NULL);
+	if (build.in_memory && build.nnodes > 0 && build.info->metric != VEC_METRIC_IP)
+		reconnect_orphans(&build);
 
 	if (build.in_memory && build.nnodes > 0)
 	{

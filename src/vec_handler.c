@@ -13,10 +13,12 @@
 #include "access/reloptions.h"
 #include "catalog/pg_amop.h"
 #include "catalog/pg_opclass.h"
+#include "catalog/pg_type.h"
 #include "commands/vacuum.h"
 #include "optimizer/optimizer.h"
 #include "utils/catcache.h"
 #include "utils/guc.h"
+#include "utils/lsyscache.h"
 #include "utils/regproc.h"
 #include "utils/selfuncs.h"
 #include "utils/syscache.h"
@@ -79,8 +81,10 @@ vec_options(Datum reloptions, bool validate)
 }
 
 /*
- * An ordered scan reads about ef_search * 2m nodes, wherever the LIMIT is:
- * all of it is startup cost.  Without ORDER BY the index is useless.
+ * An ordered scan reads about ef_search * 2m nodes before it returns its
+ * first row, and about 2m more per further row; conditions on filter
+ * columns divide the rows it returns by their selectivity, and multiply
+ * the nodes it reads for each.  Without ORDER BY the index is useless.
  */
 static void
 vec_costestimate(PlannerInfo *root, IndexPath *path, double loop_count,
@@ -89,7 +93,9 @@ vec_costestimate(PlannerInfo *root, IndexPath *path, double loop_count,
 				 double *indexPages)
 {
 	GenericCosts costs = {0};
-	double		nodes_read;
+	double		ntuples = Max(path->indexinfo->tuples, 1);
+	double		node_cost = cpu_index_tuple_cost + 4 * cpu_operator_cost;
+	double		startup_nodes;
 
 	if (path->indexorderbys == NIL)
 	{
@@ -100,22 +106,32 @@ vec_costestimate(PlannerInfo *root, IndexPath *path, double loop_count,
 		*indexPages = 0;
 		return;
 	}
-	nodes_read = (double) archer_vector_ef_search * 2 * VEC_DEFAULT_M;
-	costs.numIndexTuples = Min(nodes_read, Max(path->indexinfo->tuples, 1));
+	costs.numIndexTuples = ntuples;
 	genericcostestimate(root, path, loop_count, &costs);
-	/* node pages are mostly cached and read one node at a time */
-	costs.indexTotalCost = costs.numIndexTuples * (cpu_index_tuple_cost + 4 * cpu_operator_cost) +
-		costs.numIndexPages * seq_page_cost;
-	*indexStartupCost = costs.indexTotalCost;
-	*indexTotalCost = costs.indexTotalCost;
-	*indexSelectivity = 1.0;
+	startup_nodes = (double) archer_vector_ef_search * 2 * VEC_DEFAULT_M /
+		Max(costs.indexSelectivity, 1.0 / ntuples);
+	/*
+	 * A graph search jumps between node pages at random and is only fast
+	 * when they are cached, as they usually are: charged as CPU work alone
+	 */
+	*indexStartupCost = Min(startup_nodes, ntuples) * node_cost;
+	*indexTotalCost = *indexStartupCost + ntuples * node_cost;
+	*indexSelectivity = costs.indexSelectivity;
 	*indexCorrelation = 0;
 	*indexPages = costs.numIndexPages;
 }
 
+/*
+ * Vector operator classes have one ordering operator, the metric's; filter
+ * operator classes (integer types) btree's five comparison operators.
+ */
 static bool
 vec_validate(Oid opclassoid)
 {
+	Oid			type = get_opclass_input_type(opclassoid);
+
+	if (type == INT2OID || type == INT4OID || type == INT8OID)
+		return archer_validate_opclass(opclassoid, "archer_vector", VEC_FILTER_STRATEGIES, 0);
 	return archer_validate_opclass(opclassoid, "archer_vector", VEC_NSTRATEGIES,
 								   (1u << VEC_METRIC_L2) | (1u << VEC_METRIC_IP) | (1u << VEC_METRIC_COSINE));
 }
@@ -123,8 +139,9 @@ vec_validate(Oid opclassoid)
 Datum
 archer_vector_handler(PG_FUNCTION_ARGS)
 {
-	IndexAmRoutine *amroutine = archer_am_routine(VEC_NSTRATEGIES);
+	IndexAmRoutine *amroutine = archer_am_routine(Max(VEC_NSTRATEGIES, VEC_FILTER_STRATEGIES));
 
+	amroutine->amcanmulticol = true;	/* the vector, then filter columns */
 	amroutine->ambuild = vec_build;
 	amroutine->ambuildempty = vec_buildempty;
 	amroutine->aminsert = vec_insert;

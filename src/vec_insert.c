@@ -129,51 +129,37 @@ place_node(Relation index, VecNodeHeader *node, Size size, bool new_entry)
 }
 
 /*
- * Which slot of a full list the new node should take, by the diversity rule
- * of the build (see add_link in vec_build.c): -1 if an existing link is
- * nearer to the new node than the list's owner is.  Reads the linked
- * nodes' codes; the caller holds no buffer lock.
+ * Which slot of a full list the new node should take (vec_choose_slot), or
+ * -1.  Reads the linked nodes' codes; the caller holds no buffer lock.
  */
 static int
 choose_victim(Relation index, const VecIndexInfo *info, const uint8 *code,
-			  const VecNeighbor *slots, int nslots, float distance)
+			  const VecNeighbor *slots, int nslots, float distance, bool force)
 {
 	uint8	   *other = palloc(info->dim);
-	int			victim = -1;
-	int			farthest = 0;
+	float		link_distance[VEC_MAX_BATCH];
+	float		between[VEC_MAX_BATCH];
 
 	for (int i = 0; i < nslots; i++)
 	{
-		float		between;
-
 		vec_copy_node_code(index, info, (ItemPointer) &slots[i].tid, other);
-		between = vec_code_distance(info, code, other);
-		if (between < distance)
-		{
-			pfree(other);
-			return -1;
-		}
-		if (between < slots[i].distance &&
-			(victim < 0 || slots[i].distance > slots[victim].distance))
-			victim = i;
-		if (slots[i].distance > slots[farthest].distance)
-			farthest = i;
+		between[i] = vec_code_distance(info, code, other);
+		link_distance[i] = slots[i].distance;
 	}
 	pfree(other);
-	if (victim < 0 && slots[farthest].distance > distance)
-		victim = farthest;
-	return victim;
+	return vec_choose_slot(link_distance, between, nslots, distance, force);
 }
 
 /*
  * Add a link to the new node (tid, code) on one layer of the node at
- * link->tid: into a free slot, or by the diversity rule when full.
+ * link->tid: into a free slot, or by the diversity rule when full (always,
+ * with force).  Returns whether it linked.
  * Inserts are serialized and VACUUM takes the same lock, so the list read
  * first is still the list when the slot is written.
  */
-static void
+static bool
 add_back_link(Relation index, const VecIndexInfo *info, const VecLink *link,
-			  ItemPointer tid, const uint8 *code)
+			  ItemPointer tid, const uint8 *code, bool force)
 {
 	BlockNumber blkno = ItemPointerGetBlockNumber(&link->tid);
 	OffsetNumber offnum = ItemPointerGetOffsetNumber(&link->tid);
@@ -194,15 +180,15 @@ add_back_link(Relation index, const VecIndexInfo *info, const VecLink *link,
 	}
 	UnlockReleaseBuffer(buf);
 	if (slots == NULL)
-		return;
+		return false;
 
 	for (int i = 0; i < nslots && target < 0; i++)
 		if (!ItemPointerIsValid(&slots[i].tid))
 			target = i;
 	if (target < 0)
-		target = choose_victim(index, info, code, slots, nslots, link->distance);
+		target = choose_victim(index, info, code, slots, nslots, link->distance, force);
 	if (target < 0)
-		return;
+		return false;
 
 	buf = archer_read_page(index, blkno, BUFFER_LOCK_EXCLUSIVE, ARCHER_VEC_PAGE_ID);
 	state = GenericXLogStart(index);
@@ -214,6 +200,7 @@ add_back_link(Relation index, const VecIndexInfo *info, const VecLink *link,
 	slots[target].distance = link->distance;
 	GenericXLogFinish(state);
 	UnlockReleaseBuffer(buf);
+	return true;
 }
 
 /*
@@ -234,11 +221,7 @@ initialize_empty_index(Relation index, const float *x, int dim)
 	GenericXLogState *state;
 	VecMetaPageData *meta;
 
-	if (dim > vec_max_dim(info->m))
-		ereport(ERROR,
-				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("archer_vector can index at most %d dimensions with m = %d, not %d",
-						vec_max_dim(info->m), info->m, dim)));
+	vec_check_dim(info, dim);
 	for (int i = 0; i < dim; i++)
 		radius = Max(radius, fabsf(x[i]) * 2);
 	for (int i = 0; i < dim; i++)
@@ -276,8 +259,33 @@ initialize_empty_index(Relation index, const float *x, int dim)
 	UnlockReleaseBuffer(metabuf);
 }
 
+/*
+ * Link the new node from its neighbours, layer by layer (links[] holds the
+ * layers top down, nearest first within a layer).  A layer where every
+ * neighbour turned it down links it from its nearest one all the same.
+ */
 static void
-insert_vector(Relation index, const float *x, int dim, ItemPointer heaptid)
+add_back_links(Relation index, const VecIndexInfo *info, const VecLink *links, int nlinks,
+			   ItemPointer tid, const uint8 *code)
+{
+	int			first = 0;
+
+	while (first < nlinks)
+	{
+		int			end = first;
+		bool		linked = false;
+
+		while (end < nlinks && links[end].layer == links[first].layer)
+			linked |= add_back_link(index, info, &links[end++], tid, code, false);
+		if (!linked)
+			(void) add_back_link(index, info, &links[first], tid, code, true);
+		first = end;
+	}
+}
+
+static void
+insert_vector(Relation index, const float *x, int dim, const Datum *values,
+			  const bool *isnull, ItemPointer heaptid)
 {
 	const VecIndexInfo *info = vec_index_info(index);
 	VecMetaPageData meta;
@@ -287,6 +295,7 @@ insert_vector(Relation index, const float *x, int dim, ItemPointer heaptid)
 	VecLink    *links;
 	int			nlinks = 0;
 	int			level = vec_random_level(info->m);
+	int64		filters[VEC_MAX_FILTERS];
 	ItemPointerData tid;
 
 	if (info->dim == 0)
@@ -294,13 +303,15 @@ insert_vector(Relation index, const float *x, int dim, ItemPointer heaptid)
 		initialize_empty_index(index, x, dim);
 		info = vec_index_info(index);
 	}
-	while (level > 0 && vec_node_size(info->dim, info->m, level) > (Size) ARCHER_PAGE_CAPACITY_BYTES - 64)
+	while (level > 0 && vec_node_size(info, level) > (Size) ARCHER_PAGE_CAPACITY_BYTES - 64)
 		level--;
-	size = vec_node_size(info->dim, info->m, level);
+	size = vec_node_size(info, level);
 	node = palloc0(size);
 	node->heaptid = *heaptid;
 	node->level = level;
 	vec_encode(info, x, vec_node_code(node), &node->error, &node->norm, &node->flags);
+	vec_filter_values(info, values, isnull, filters, &node->flags);
+	vec_node_set_filters(node, info, filters);
 	for (int layer = 0; layer <= level; layer++)
 	{
 		int			nslots;
@@ -331,8 +342,7 @@ insert_vector(Relation index, const float *x, int dim, ItemPointer heaptid)
 
 	tid = place_node(index, node, size,
 					 !ItemPointerIsValid(&meta.entry) || level > meta.entry_level);
-	for (int i = 0; i < nlinks; i++)
-		add_back_link(index, info, &links[i], &tid, vec_node_code(node));
+	add_back_links(index, info, links, nlinks, &tid, vec_node_code(node));
 }
 
 bool
@@ -355,7 +365,7 @@ vec_insert(Relation index, Datum *values, bool *isnull, ItemPointer ht_ctid,
 	LockPage(index, VEC_INSERT_LOCK, ExclusiveLock);
 	x = vec_datum_values(vec_index_info(index), values[0], &dim);
 	archer_vector_check_finite(x, dim);
-	insert_vector(index, x, dim, ht_ctid);
+	insert_vector(index, x, dim, values, isnull, ht_ctid);
 	UnlockPage(index, VEC_INSERT_LOCK, ExclusiveLock);
 	MemoryContextSwitchTo(oldcxt);
 	MemoryContextDelete(cxt);

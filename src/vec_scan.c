@@ -6,21 +6,25 @@
  * The scan descends greedily through the upper layers, then runs HNSW's
  * best-first search on layer 0 in rounds.  Round r keeps the
  * ef_search * 2^r nearest nodes found so far as its result set and expands
- * candidates until none can improve it; the result set's nodes not yet
- * returned are then returned ordered by the lower bound of their exact
- * distance.  When the executor asks for more (a WHERE clause filtered rows
- * out, or LIMIT is large) the next round doubles the width and resumes the
- * same search: candidates, visited set and found nodes carry over, so no
- * node is read twice.  A node found in a later round whose bound is below
- * the last one returned is skipped, which keeps the returned bounds in
- * order as the executor requires; archer.vector_max_scan_tuples caps the
+ * candidates until none can improve it; the nearer half of the result set
+ * is then returned ordered by the lower bound of the exact distance (the
+ * farther half waits for the next round: a wider search rarely finds a node
+ * nearer than that).  When the executor asks for more (a WHERE clause
+ * filtered rows out, or LIMIT is large) the next round doubles the width
+ * and resumes the same search: candidates, visited set and found nodes
+ * carry over, so no node is read twice.  A node found in a later round
+ * whose bound is below the last one returned is held back, which keeps the
+ * returned bounds in order as the executor requires, and handed out only
+ * once the search has nothing else (out of order, but no row is lost to a
+ * filter the index cannot apply); archer.vector_max_scan_tuples caps the
  * rows one scan returns, with a NOTICE when it cuts the scan short.  When
  * the graph search runs dry, one pass over the node pages adds whatever it
  * could not reach, so a selective filter still fills its LIMIT.
  *
  * Each returned row carries a lower bound of its exact distance
  * (xs_recheckorderby): the executor computes the exact distance from the
- * heap row and reorders, so rows come back in exact order.
+ * heap row and reorders, so rows come back in exact order (late nodes
+ * aside).
  *
  *-------------------------------------------------------------------------
  */
@@ -29,6 +33,7 @@
 #include <float.h>
 
 #include "access/relscan.h"
+#include "access/stratnum.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "utils/memutils.h"
@@ -40,8 +45,21 @@ typedef struct VecFound
 	float		distance;		/* code distance */
 	double		bound;			/* lower bound of the exact distance */
 	ItemPointerData heaptid;
-	bool		returned;
+	bool		returned;		/* handed out, or held back as late */
+	bool		late;			/* found after a row with a higher bound was returned */
 } VecFound;
+
+/*
+ * A WHERE clause on a filter column: column op value.  (col = ANY (array)
+ * cannot be one: the planner drops the ordering of an index scan with an
+ * array condition on a column after the first.)
+ */
+typedef struct VecFilterKey
+{
+	int			column;			/* filter column, 0-based */
+	StrategyNumber strategy;	/* btree's: < <= = >= > */
+	int64		value;
+} VecFilterKey;
 
 typedef struct VecScanOpaqueData
 {
@@ -52,6 +70,10 @@ typedef struct VecScanOpaqueData
 	bool		done;
 	bool		null_query;		/* every distance is NULL: return all rows */
 	bool		swept;			/* every node page was read (see sweep_unvisited) */
+
+	VecFilterKey *keys;			/* conditions on filter columns, all must hold */
+	int			nkeys;
+	bool		unsatisfiable;	/* a condition compares with NULL */
 
 	VecHeap		candidates;		/* min-heap of nodes to expand */
 	VecVisited	visited;
@@ -65,6 +87,7 @@ typedef struct VecScanOpaqueData
 	int		   *ready;			/* indexes into found[], ordered by bound */
 	int			nready;
 	int			ready_pos;
+	bool		draining;		/* the search is over: ready holds the late nodes */
 
 	/* null_query: a walk over every node page */
 	BlockNumber walk_blkno;
@@ -87,6 +110,87 @@ vec_beginscan(Relation index, int nkeys, int norderbys)
 	return scan;
 }
 
+/*
+ * The scan keys, on filter columns only (the vector column has ordering
+ * operators alone), as int64 comparisons.  A comparison with NULL is never
+ * true, so such a scan returns nothing.
+ */
+static void
+prepare_filter_keys(IndexScanDesc scan)
+{
+	VecScanOpaque so = (VecScanOpaque) scan->opaque;
+	const VecIndexInfo *info = so->info;
+
+	so->keys = MemoryContextAlloc(so->scancxt, sizeof(VecFilterKey) * Max(scan->numberOfKeys, 1));
+	so->nkeys = 0;
+	so->unsatisfiable = false;
+	for (int i = 0; i < scan->numberOfKeys; i++)
+	{
+		ScanKey		key = &scan->keyData[i];
+		VecFilterKey *filter;
+
+		if (key->sk_flags & SK_ISNULL)
+		{
+			so->unsatisfiable = true;
+			continue;
+		}
+		filter = &so->keys[so->nkeys++];
+		Assert(key->sk_attno >= 2 && key->sk_attno <= info->nfilters + 1);
+		filter->column = key->sk_attno - 2;
+		filter->strategy = key->sk_strategy;
+		filter->value = vec_filter_datum(OidIsValid(key->sk_subtype) ? key->sk_subtype :
+										 info->filter_types[filter->column],
+										 key->sk_argument);
+	}
+}
+
+/* value op bound, for btree's strategy numbers */
+static bool
+compare_filter(StrategyNumber strategy, int64 value, int64 bound)
+{
+	switch (strategy)
+	{
+		case BTLessStrategyNumber:
+			return value < bound;
+		case BTLessEqualStrategyNumber:
+			return value <= bound;
+		case BTEqualStrategyNumber:
+			return value == bound;
+		case BTGreaterEqualStrategyNumber:
+			return value >= bound;
+		case BTGreaterStrategyNumber:
+			return value > bound;
+	}
+	elog(ERROR, "archer_vector: unknown filter strategy %d", strategy);
+	return false;				/* keep compiler quiet */
+}
+
+/* Whether a node with these flags and filter values meets every scan key */
+static bool
+filters_match(VecScanOpaque so, uint8 flags, const int64 *values)
+{
+	for (int i = 0; i < so->nkeys; i++)
+	{
+		const VecFilterKey *key = &so->keys[i];
+
+		if ((flags & VEC_NODE_FILTER_NULL(key->column)) ||
+			!compare_filter(key->strategy, values[key->column], key->value))
+			return false;
+	}
+	return true;
+}
+
+/* filters_match for a node on a locked page */
+static bool
+node_matches(VecScanOpaque so, const VecNodeHeader *node)
+{
+	int64		values[VEC_MAX_FILTERS];
+
+	for (int i = 0; i < so->info->nfilters; i++)
+		(void) vec_node_filter(node, so->info, i, &values[i]);
+	return filters_match(so, node->flags, values);
+}
+
 void
 vec_rescan(IndexScanDesc scan, ScanKey keys, int nkeys, ScanKey orderbys, int norderbys)
 {
@@ -94,11 +198,16 @@ vec_rescan(IndexScanDesc scan, ScanKey keys, int nkeys, ScanKey orderbys, int no
 
 	if (orderbys && scan->numberOfOrderBys > 0)
 		memmove(scan->orderByData, orderbys, scan->numberOfOrderBys * sizeof(ScanKeyData));
+	if (keys && scan->numberOfKeys > 0)
+		memmove(scan->keyData, keys, scan->numberOfKeys * sizeof(ScanKeyData));
 	MemoryContextReset(so->scancxt);
+	so->info = vec_index_info(scan->indexRelation);
+	prepare_filter_keys(scan);
 	so->started = false;
 	so->done = false;
 	so->swept = false;
 	so->nfound = so->maxfound = so->nready = so->ready_pos = 0;
+	so->draining = false;
 	so->found = NULL;
 	so->ready = NULL;
 	so->nreturned = 0;
@@ -125,6 +234,7 @@ add_found(VecScanOpaque so, float distance, const VecNodeHeader *header)
 	found->bound = vec_lower_bound(&so->query, distance, header);
 	found->heaptid = header->heaptid;
 	found->returned = false;
+	found->late = false;
 }
 
 /* Set up the search: read the query, descend to layer 0 */
@@ -137,13 +247,13 @@ start_search(IndexScanDesc scan)
 	VecMetaPageData meta;
 	VecCandidate entry;
 	VecNodeHeader header;
+	int64		filters[VEC_MAX_FILTERS];
 	const float *q;
 	int			dim;
 
 	so->started = true;
-	so->info = vec_index_info(index);
 	vec_read_meta(index, &meta);
-	if (!ItemPointerIsValid(&meta.entry) || so->info->dim == 0)
+	if (!ItemPointerIsValid(&meta.entry) || so->info->dim == 0 || so->unsatisfiable)
 	{
 		so->done = true;
 		MemoryContextSwitchTo(oldcxt);
@@ -162,9 +272,9 @@ start_search(IndexScanDesc scan)
 	vec_visited_init(&so->visited, 4096);
 	(void) vec_visited_add(&so->visited, &entry.tid);
 	vec_heap_push(&so->candidates, &entry);
-	if (!ItemPointerEquals(&entry.tid, &meta.entry))
-		entry.distance = vec_node_distance(index, so->info, &so->query, &entry.tid, &header);
-	if (!(header.flags & VEC_NODE_DELETED))
+	vec_batch_distances(index, so->info, &so->query, &entry.tid, 1, &entry.distance, &header,
+						filters);
+	if (!(header.flags & VEC_NODE_DELETED) && filters_match(so, header.flags, filters))
 		add_found(so, entry.distance, &header);
 	so->width = Max(archer_vector_ef_search, 1);
 	MemoryContextSwitchTo(oldcxt);
@@ -202,6 +312,7 @@ run_round(IndexScanDesc scan)
 	ItemPointerData *links = palloc(sizeof(ItemPointerData) * 2 * info->m);
 	float	   *distances = palloc(sizeof(float) * 2 * info->m);
 	VecNodeHeader *headers = palloc(sizeof(VecNodeHeader) * 2 * info->m);
+	int64	   *filters = palloc(sizeof(int64) * VEC_MAX_FILTERS * 2 * info->m);
 	float		limit;
 
 	vec_heap_init(&best, so->width + 1, -1);
@@ -227,7 +338,7 @@ run_round(IndexScanDesc scan)
 		for (int i = 0; i < nlinks; i++)
 			if (vec_visited_add(&so->visited, &links[i]))
 				links[nfresh++] = links[i];
-		vec_batch_distances(index, info, &so->query, links, nfresh, distances, headers);
+		vec_batch_distances(index, info, &so->query, links, nfresh, distances, headers, filters);
 		for (int i = 0; i < nfresh; i++)
 		{
 			VecCandidate next;
@@ -236,7 +347,9 @@ run_round(IndexScanDesc scan)
 			next.distance = distances[i];
 			/* every node goes on the heap: a later, wider round may want it */
 			vec_heap_push(&so->candidates, &next);
-			if (headers[i].flags & VEC_NODE_DELETED)
+			/* the search walks through nodes the filter keys reject, but never returns them */
+			if ((headers[i].flags & VEC_NODE_DELETED) ||
+				!filters_match(so, headers[i].flags, &filters[i * VEC_MAX_FILTERS]))
 				continue;
 			add_found(so, next.distance, &headers[i]);
 			if (next.distance < result_set_limit(so, &best))
@@ -249,10 +362,15 @@ run_round(IndexScanDesc scan)
 	}
 
 	/*
-	 * The width nearest found nodes not yet returned, ordered by bound: the
-	 * best heap's top is the width-th nearest distance, so a filter on it
-	 * replaces sorting everything found.
+	 * Return the nearer half of the result set, ordered by bound, and keep
+	 * the farther half for the next, wider round: the nodes a wider search
+	 * finds late lie mostly near the edge of the result set, and a late
+	 * node nearer than a row already returned has to be skipped.  Once the
+	 * search cannot expand any more, the whole result set is ready.
 	 */
+	if (so->candidates.count > 0)
+		while (best.count > Max(so->width / 2, 1))
+			(void) vec_heap_pop(&best);
 	limit = best.count > 0 ? best.items[0].distance : FLT_MAX;
 	so->ready = MemoryContextAlloc(so->scancxt, sizeof(int) * Max(so->nfound, 1));
 	so->nready = 0;
@@ -297,7 +415,8 @@ sweep_unvisited(IndexScanDesc scan)
 				ItemPointerData tid;
 
 				ItemPointerSet(&tid, blkno, off);
-				if ((node->flags & VEC_NODE_DELETED) || !vec_visited_add(&so->visited, &tid))
+				if ((node->flags & VEC_NODE_DELETED) || !vec_visited_add(&so->visited, &tid) ||
+					!node_matches(so, node))
 					continue;
 				add_found(so, vec_query_distance(&so->query, vec_node_code(node)), node);
 			}
@@ -332,6 +451,28 @@ next_round(IndexScanDesc scan)
 	if (so->width < INT_MAX / 2)
 		so->width *= 2;
 	return true;
+}
+
+/*
+ * The search is over and the executor still wants rows: hand out the
+ * nodes held back as late after all, ordered by bound.  They may come out
+ * of exact order (the executor has already passed rows farther away), but
+ * a query whose WHERE clause the index cannot apply then still gets as
+ * many rows as match, rather than fewer than LIMIT.
+ */
+static void
+ready_late_nodes(IndexScanDesc scan)
+{
+	VecScanOpaque so = (VecScanOpaque) scan->opaque;
+
+	so->draining = true;
+	so->ready = MemoryContextAlloc(so->scancxt, sizeof(int) * Max(so->nfound, 1));
+	so->nready = 0;
+	so->ready_pos = 0;
+	for (int i = 0; i < so->nfound; i++)
+		if (so->found[i].late)
+			so->ready[so->nready++] = i;
+	qsort_arg(so->ready, so->nready, sizeof(int), found_bound_cmp, so->found);
 }
 
 /* With a NULL query every distance is NULL: return every node, in page order */
@@ -369,8 +510,8 @@ next_any_node(IndexScanDesc scan, ItemPointer heaptid)
 
 				if (!ItemIdIsNormal(itemid))
 					continue;
-				node = (VecNodeHeader *) PageGetItem(page, itemid);
-				if (node->flags & VEC_NODE_DELETED)
+				node = vec_page_node(index, page, so->walk_blkno, so->walk_offnum - 1, so->info);
+				if ((node->flags & VEC_NODE_DELETED) || !node_matches(so, node))
 					continue;
 				*heaptid = node->heaptid;
 				UnlockReleaseBuffer(buf);
@@ -391,7 +532,7 @@ vec_gettuple(IndexScanDesc scan, ScanDirection dir)
 
 	if (so->null_query)
 	{
-		if (!next_any_node(scan, &scan->xs_heaptid))
+		if (so->unsatisfiable || !next_any_node(scan, &scan->xs_heaptid))
 			return false;
 		scan->xs_orderbyvals[0] = (Datum) 0;
 		scan->xs_orderbynulls[0] = true;
@@ -415,10 +556,13 @@ vec_gettuple(IndexScanDesc scan, ScanDirection dir)
 			VecFound   *found = &so->found[so->ready[so->ready_pos++]];
 
 			found->returned = true;
-			/* found late, nearer than a row already returned: skip it */
-			if (found->bound < so->last_bound)
+			/* found late, nearer than a row already returned: hold it back */
+			if (found->bound < so->last_bound && !so->draining)
+			{
+				found->late = true;
 				continue;
-			so->last_bound = found->bound;
+			}
+			so->last_bound = Max(so->last_bound, found->bound);
 			so->nreturned++;
 			scan->xs_heaptid = found->heaptid;
 			scan->xs_orderbyvals[0] = Float8GetDatum(found->bound);
@@ -427,10 +571,12 @@ vec_gettuple(IndexScanDesc scan, ScanDirection dir)
 			scan->xs_recheck = false;
 			return true;
 		}
-		if (!next_round(scan))
-			so->done = true;
-		else
+		if (!so->draining && next_round(scan))
 			run_round(scan);
+		else if (!so->draining && so->nreturned < archer_vector_max_scan_tuples)
+			ready_late_nodes(scan);
+		else
+			so->done = true;
 	}
 	return false;
 }

@@ -195,16 +195,18 @@ vec_node_distance(Relation index, const VecIndexInfo *info, const VecQuery *quer
 }
 
 /*
- * Distances from the query to n nodes at once.  A node's code and error
- * never change once written and tuples never move, so after checking the
- * page under its share lock the code can be read with only the pin held;
- * that lets every node's memory be prefetched before any distance is
- * computed, instead of waiting for each node's cache misses in turn.
+ * Distances from the query to n nodes at once, with their headers and, if
+ * filters is not NULL, their filter values (VEC_MAX_FILTERS per node).  A
+ * node's code and error never change once written and tuples never move,
+ * so after checking the page under its share lock the code can be read
+ * with only the pin held; that lets every node's memory be prefetched
+ * before any distance is computed, instead of waiting for each node's
+ * cache misses in turn.
  */
 void
 vec_batch_distances(Relation index, const VecIndexInfo *info, const VecQuery *query,
 					const ItemPointerData *tids, int n, float *distances,
-					VecNodeHeader *headers)
+					VecNodeHeader *headers, int64 *filters)
 {
 	Buffer		bufs[VEC_MAX_BATCH];
 	const uint8 *codes[VEC_MAX_BATCH];
@@ -231,6 +233,9 @@ vec_batch_distances(Relation index, const VecIndexInfo *info, const VecQuery *qu
 		archer_check_page(index, page, blkno, ARCHER_VEC_PAGE_ID);
 		node = vec_page_node(index, page, blkno, ItemPointerGetOffsetNumber(&tids[i]), info);
 		headers[i] = *node;
+		if (filters != NULL)
+			for (int f = 0; f < info->nfilters; f++)
+				(void) vec_node_filter(node, info, f, &filters[i * VEC_MAX_FILTERS + f]);
 		codes[i] = vec_node_code(node);
 		LockBuffer(bufs[i], BUFFER_LOCK_UNLOCK);
 		for (int off = 0; off < info->dim; off += 64)
@@ -313,7 +318,7 @@ vec_search_layer(Relation index, const VecIndexInfo *info, const VecQuery *query
 		for (int i = 0; i < nlinks; i++)
 			if (vec_visited_add(&visited, &links[i]))
 				links[nfresh++] = links[i];
-		vec_batch_distances(index, info, query, links, nfresh, distances, headers);
+		vec_batch_distances(index, info, query, links, nfresh, distances, headers, NULL);
 		for (int i = 0; i < nfresh; i++)
 		{
 			VecCandidate next;

@@ -22,6 +22,7 @@
 #include "catalog/pg_type.h"
 #include "common/pg_prng.h"
 #include "utils/array.h"
+#include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
@@ -37,17 +38,107 @@ code_size(int dim)
 	return TYPEALIGN(4, dim);
 }
 
-Size
-vec_node_size(int dim, int m, int level)
+static Size
+graph_size(const VecIndexInfo *info, int level)
 {
-	return sizeof(VecNodeHeader) + code_size(dim) +
-		sizeof(VecNeighbor) * (2 * m + level * m);
+	return sizeof(VecNodeHeader) + code_size(info->dim) +
+		sizeof(VecNeighbor) * (2 * info->m + level * info->m);
+}
+
+Size
+vec_node_size(const VecIndexInfo *info, int level)
+{
+	return graph_size(info, level) + sizeof(int64) * info->nfilters;
 }
 
 uint8 *
 vec_node_code(VecNodeHeader *node)
 {
 	return (uint8 *) node + sizeof(VecNodeHeader);
+}
+
+/* A filter column's value as the node stores it */
+int64
+vec_filter_datum(Oid type, Datum value)
+{
+	switch (type)
+	{
+		case INT2OID:
+			return DatumGetInt16(value);
+		case INT4OID:
+			return DatumGetInt32(value);
+		case INT8OID:
+			return DatumGetInt64(value);
+	}
+	elog(ERROR, "archer_vector: unsupported filter type %u", type);
+	return 0;					/* keep compiler quiet */
+}
+
+/*
+ * The filter columns of an index row (values[1..nfilters]) as nodes store
+ * them; NULLs are flagged in *flags.
+ */
+void
+vec_filter_values(const VecIndexInfo *info, const Datum *values, const bool *isnull,
+				  int64 *filters, uint8 *flags)
+{
+	for (int i = 0; i < info->nfilters; i++)
+	{
+		filters[i] = isnull[i + 1] ? 0 : vec_filter_datum(info->filter_types[i], values[i + 1]);
+		if (isnull[i + 1])
+			*flags |= VEC_NODE_FILTER_NULL(i);
+	}
+}
+
+/* Store filter values in a node tuple */
+void
+vec_node_set_filters(VecNodeHeader *node, const VecIndexInfo *info, const int64 *filters)
+{
+	memcpy((char *) node + graph_size(info, node->level), filters,
+		   sizeof(int64) * info->nfilters);
+}
+
+/* Filter column i of a node: false if NULL */
+bool
+vec_node_filter(const VecNodeHeader *node, const VecIndexInfo *info, int i, int64 *value)
+{
+	if (node->flags & VEC_NODE_FILTER_NULL(i))
+		return false;
+	memcpy(value, (const char *) node + graph_size(info, node->level) + sizeof(int64) * i,
+		   sizeof(int64));
+	return true;
+}
+
+/*
+ * The index's columns: the vector first, then up to VEC_MAX_FILTERS
+ * integer filter columns.  The operator classes admit either kind in any
+ * position, so the order is checked here.
+ */
+void
+vec_index_columns(Relation index, VecIndexInfo *info)
+{
+	int			ncolumns = IndexRelationGetNumberOfKeyAttributes(index);
+
+	for (int i = 0; i < ncolumns; i++)
+	{
+		Oid			type = index->rd_opcintype[i];
+		bool		integer = type == INT2OID || type == INT4OID || type == INT8OID;
+
+		if (integer != (i > 0))
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("archer_vector indexes one vector column followed by integer filter columns"),
+					 errdetail("Column %d of index \"%s\" is of type %s.", i + 1,
+							   RelationGetRelationName(index), format_type_be(type))));
+	}
+	if (ncolumns - 1 > VEC_MAX_FILTERS)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("archer_vector indexes at most %d filter columns, not %d",
+						VEC_MAX_FILTERS, ncolumns - 1)));
+	info->nfilters = ncolumns - 1;
+	for (int i = 0; i < info->nfilters; i++)
+		info->filter_types[i] = index->rd_opcintype[i + 1];
 }
 
 /* The neighbour slots of one layer of a node */
@@ -73,13 +164,27 @@ page_space(void)
 		sizeof(ItemIdData);
 }
 
-/* Largest dimension that leaves room for layer 0 and three layers above it */
+/* Largest dimension that leaves room for layer 0, three layers above it and the filters */
 int
-vec_max_dim(int m)
+vec_max_dim(int m, int nfilters)
 {
-	Size		fixed = MAXALIGN(sizeof(VecNodeHeader) + sizeof(VecNeighbor) * 5 * m);
+	Size		fixed = MAXALIGN(sizeof(VecNodeHeader) + sizeof(VecNeighbor) * 5 * m +
+								 sizeof(int64) * nfilters);
 
 	return Min(AVECTOR_MAX_DIM, (int) ((page_space() - fixed) & ~3));
+}
+
+/* Raise an error for a dimension too large for the index's nodes */
+void
+vec_check_dim(const VecIndexInfo *info, int dim)
+{
+	int			max = vec_max_dim(info->m, info->nfilters);
+
+	if (dim > max)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("archer_vector can index at most %d dimensions with m = %d, not %d",
+						max, info->m, dim)));
 }
 
 /*
@@ -188,6 +293,7 @@ vec_index_info(Relation index)
 	info->ef_construction = meta.ef_construction;
 	info->metric = meta.metric;
 	info->is_array = index->rd_opcintype[0] == FLOAT4ARRAYOID;
+	vec_index_columns(index, info);
 	if (info->metric != metric_of_index(index))
 		archer_corrupted(index, ARCHER_META_BLKNO, "The meta page's metric does not match the operator class.");
 	if (info->dim > 0)
@@ -348,7 +454,44 @@ vec_page_node(Relation index, Page page, BlockNumber blkno, OffsetNumber offnum,
 		archer_corrupted(index, blkno, "A link points to an unused line pointer.");
 	node = (VecNodeHeader *) PageGetItem(page, itemid);
 	if (node->level >= VEC_MAX_LAYERS ||
-		ItemIdGetLength(itemid) != vec_node_size(info->dim, info->m, node->level))
+		ItemIdGetLength(itemid) != vec_node_size(info, node->level))
 		archer_corrupted(index, blkno, "A node tuple has the wrong size.");
 	return node;
+}
+
+/*
+ * Which slot of a full neighbour list a newcomer takes, by HNSW's diversity
+ * rule: the newcomer is left out when a link nearer to the list's owner
+ * than the newcomer is also nearer to the newcomer than the owner is (that
+ * link already leads its way); otherwise it replaces the farthest link it
+ * dominates (a link nearer to the newcomer than to the owner), or else the
+ * farthest link if that is farther than the newcomer.  Dropping plainly the
+ * farthest link would strip the long links that join clusters.
+ *
+ * link_distance[i] is the owner's distance to link i, between[i] the
+ * newcomer's, distance the owner's to the newcomer.  With force, the
+ * newcomer always gets a slot: the caller found no other node that would
+ * link to it, and a node nobody links to is never found by a search.
+ * Returns -1 when the newcomer is left out.
+ */
+int
+vec_choose_slot(const float *link_distance, const float *between, int nslots,
+				float distance, bool force)
+{
+	int			victim = -1;
+	int			farthest = 0;
+
+	for (int i = 0; i < nslots; i++)
+	{
+		if (!force && link_distance[i] < distance && between[i] < distance)
+			return -1;
+		if (between[i] < link_distance[i] &&
+			(victim < 0 || link_distance[i] > link_distance[victim]))
+			victim = i;
+		if (link_distance[i] > link_distance[farthest])
+			farthest = i;
+	}
+	if (victim < 0 && (force || link_distance[farthest] > distance))
+		victim = farthest;
+	return victim;
 }

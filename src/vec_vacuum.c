@@ -102,7 +102,7 @@ copy_node(Relation index, const VecIndexInfo *info, ItemPointer tid)
 	Buffer		buf = archer_read_page(index, blkno, BUFFER_LOCK_SHARE, ARCHER_VEC_PAGE_ID);
 	VecNodeHeader *node = vec_page_node(index, BufferGetPage(buf), blkno,
 										ItemPointerGetOffsetNumber(tid), info);
-	Size		size = vec_node_size(info->dim, info->m, node->level);
+	Size		size = vec_node_size(info, node->level);
 	VecNodeHeader *copy = palloc(size);
 
 	memcpy(copy, node, size);
@@ -199,7 +199,7 @@ write_links(Relation index, const VecIndexInfo *info, ItemPointer tid, VecNodeHe
 	GenericXLogState *state = GenericXLogStart(index);
 	Page		page = GenericXLogRegisterBuffer(state, buf, 0);
 	VecNodeHeader *node = vec_page_node(index, page, blkno, ItemPointerGetOffsetNumber(tid), info);
-	Size		size = vec_node_size(info->dim, info->m, node->level);
+	Size		size = vec_node_size(info, node->level);
 
 	/* only links change: keep the page's header fields as they are now */
 	memcpy((char *) node + sizeof(VecNodeHeader) + TYPEALIGN(4, info->dim),

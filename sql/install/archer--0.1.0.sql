@@ -320,6 +320,67 @@ CREATE OPERATOR CLASS float4_cosine_ops
 	FOR TYPE real[] USING archer_vector AS
 	OPERATOR 3 <=> (real[], real[]) FOR ORDER BY pg_catalog.float_ops;
 
+-- Filter columns: integer columns after the vector column, for
+-- WHERE col = 3 (or <, <=, >=, >) ORDER BY v <-> q LIMIT k.  The index
+-- stores their values in each node, and the scan returns only nodes that
+-- match while it walks the graph through all of them.  One family for the
+-- three integer types, with cross-type operators, so that a bigint column
+-- compared with an integer constant still uses the index.
+CREATE OPERATOR FAMILY integer_filter_ops USING archer_vector;
+
+CREATE OPERATOR CLASS int2_filter_ops
+	DEFAULT FOR TYPE smallint USING archer_vector FAMILY integer_filter_ops AS
+	OPERATOR 1 pg_catalog.< (smallint, smallint),
+	OPERATOR 2 pg_catalog.<= (smallint, smallint),
+	OPERATOR 3 pg_catalog.= (smallint, smallint),
+	OPERATOR 4 pg_catalog.>= (smallint, smallint),
+	OPERATOR 5 pg_catalog.> (smallint, smallint);
+CREATE OPERATOR CLASS int4_filter_ops
+	DEFAULT FOR TYPE integer USING archer_vector FAMILY integer_filter_ops AS
+	OPERATOR 1 pg_catalog.< (integer, integer),
+	OPERATOR 2 pg_catalog.<= (integer, integer),
+	OPERATOR 3 pg_catalog.= (integer, integer),
+	OPERATOR 4 pg_catalog.>= (integer, integer),
+	OPERATOR 5 pg_catalog.> (integer, integer);
+CREATE OPERATOR CLASS int8_filter_ops
+	DEFAULT FOR TYPE bigint USING archer_vector FAMILY integer_filter_ops AS
+	OPERATOR 1 pg_catalog.< (bigint, bigint),
+	OPERATOR 2 pg_catalog.<= (bigint, bigint),
+	OPERATOR 3 pg_catalog.= (bigint, bigint),
+	OPERATOR 4 pg_catalog.>= (bigint, bigint),
+	OPERATOR 5 pg_catalog.> (bigint, bigint);
+ALTER OPERATOR FAMILY integer_filter_ops USING archer_vector ADD
+	OPERATOR 1 pg_catalog.< (smallint, integer),
+	OPERATOR 2 pg_catalog.<= (smallint, integer),
+	OPERATOR 3 pg_catalog.= (smallint, integer),
+	OPERATOR 4 pg_catalog.>= (smallint, integer),
+	OPERATOR 5 pg_catalog.> (smallint, integer),
+	OPERATOR 1 pg_catalog.< (smallint, bigint),
+	OPERATOR 2 pg_catalog.<= (smallint, bigint),
+	OPERATOR 3 pg_catalog.= (smallint, bigint),
+	OPERATOR 4 pg_catalog.>= (smallint, bigint),
+	OPERATOR 5 pg_catalog.> (smallint, bigint),
+	OPERATOR 1 pg_catalog.< (integer, smallint),
+	OPERATOR 2 pg_catalog.<= (integer, smallint),
+	OPERATOR 3 pg_catalog.= (integer, smallint),
+	OPERATOR 4 pg_catalog.>= (integer, smallint),
+	OPERATOR 5 pg_catalog.> (integer, smallint),
+	OPERATOR 1 pg_catalog.< (integer, bigint),
+	OPERATOR 2 pg_catalog.<= (integer, bigint),
+	OPERATOR 3 pg_catalog.= (integer, bigint),
+	OPERATOR 4 pg_catalog.>= (integer, bigint),
+	OPERATOR 5 pg_catalog.> (integer, bigint),
+	OPERATOR 1 pg_catalog.< (bigint, smallint),
+	OPERATOR 2 pg_catalog.<= (bigint, smallint),
+	OPERATOR 3 pg_catalog.= (bigint, smallint),
+	OPERATOR 4 pg_catalog.>= (bigint, smallint),
+	OPERATOR 5 pg_catalog.> (bigint, smallint),
+	OPERATOR 1 pg_catalog.< (bigint, integer),
+	OPERATOR 2 pg_catalog.<= (bigint, integer),
+	OPERATOR 3 pg_catalog.= (bigint, integer),
+	OPERATOR 4 pg_catalog.>= (bigint, integer),
+	OPERATOR 5 pg_catalog.> (bigint, integer);
+
 CREATE FUNCTION archer_vector_verify(index regclass) RETURNS bigint
 	AS 'MODULE_PATHNAME' LANGUAGE C STRICT PARALLEL RESTRICTED;
 COMMENT ON FUNCTION archer_vector_verify(regclass) IS 'checks an archer_vector index; returns its live node count or raises an error';

@@ -185,7 +185,8 @@ ORDER BY t.qid};
 	known_bug_ok($recall >= $min, "$what: recall\@$K >= $min", $o{todo}, "recall $recall");
 	is($short, 0, "$what: every query returns as many rows as the exact answer ($K)");
 	is($dup, 0, "$what: no row comes back twice");
-	is($unordered, 0, "$what: every answer is in nondecreasing exact distance");
+	known_bug_ok($unordered == 0, "$what: every answer is in nondecreasing exact distance",
+		$o{todo_order}, "$unordered answers out of order");
 	return $recall;
 }
 
@@ -282,13 +283,14 @@ check_recall(label => 'inner product, unit vectors', table => 'fmu', queries => 
 check_verify('cosine and inner product', 'fm', 'fm_v_cos', 'fm_a_cos', 'fm_v_ip');
 check_verify('cosine and inner product', 'fmu', 'fmu_ip');
 
-# Known problems, as TODO tests where they show: a scan skips every node it
-# finds whose bound is below that of a row already returned (vec_scan.c,
-# vec_gettuple), and never returns it.  So a scan asked for every row
-# returns fewer rows than the table has, and filtered queries lose recall
-# that no archer.ef_search brings back, the more so where the bounds are
-# loose (cosine; inner product on the raw data).
-my $TODO_SKIP = 'archer_vector scans never return nodes found late with a lower bound (vec_gettuple)';
+# Late nodes: a scan holds back every node it finds whose bound is below
+# that of a row already returned (vec_scan.c, vec_gettuple) and hands them
+# out only once the search has nothing else, possibly out of exact order.
+# So a scan asked for every row returns them all, and a filtered query
+# fills its LIMIT; where the bounds are loose or the graph is poor (cosine;
+# inner product on the raw data) many matching rows are late, which costs
+# recall and order: TODO tests where it shows.
+my $TODO_LATE = 'nodes found late are handed out only at the end of the search, out of order (vec_gettuple)';
 my $live = $node->safe_psql('postgres', 'SELECT count(*) FROM fm WHERE v IS NOT NULL');
 for my $t ([ 'v', '<->', 'fm_v' ], [ 'v', '<=>', 'fm_v_cos' ], [ 'v', '<#>', 'fm_v_ip' ])
 {
@@ -300,23 +302,24 @@ SELECT string_agg(n::text, ',' ORDER BY qid) FROM (
   FROM fq q WHERE q.id <= 5) c});
 	note("rows of a scan asked for every row through $index (5 queries): $out of $live");
 	known_bug_ok($out eq join(',', ($live) x 5), "fm.$col $op: a scan asked for every row returns all $live rows",
-		$TODO_SKIP, "rows returned: $out");
+		undef, "rows returned: $out");
 }
 check_recall(label => 'cosine, after the changes', col => 'v', op => '<=>', index => 'fm_v_cos', min => 0.9,
-	filter => 'label = 3', todo => $TODO_SKIP);
+	filter => 'label = 3', todo => $TODO_LATE);
 check_recall(label => 'inner product, raw pixels', col => 'v', op => '<#>', index => 'fm_v_ip',
-	min => 0.9, filter => 'label = 3', todo => $TODO_SKIP);
+	min => 0.9, filter => 'label = 3', todo => $TODO_LATE, todo_order => $TODO_LATE);
 check_recall(label => 'inner product, raw pixels', col => 'v', op => '<#>', index => 'fm_v_ip',
 	min => 0.9, todo => 'maximum inner product search on raw pixels: a hard graph, and the nodes '
-	  . 'the scan skips (vec_gettuple)');
+	  . 'the scan finds late (vec_gettuple)');
 
 # Nodes that share one code (duplicate vectors, or vectors closer than one
-# quantization step) once a neighbour list is full: the back link to a new
-# node is only made when it is strictly nearer than a link it replaces
-# (choose_victim in vec_insert.c), never at a tie, so a new copy is linked
-# from nowhere and no search reaches it.  50 distinct vectors, 10 copies
-# each: built by CREATE INDEX, the 10 copies of the query are its 10
-# nearest; 10 more copies of each inserted, half the 20 are never found.
+# quantization step) once neighbour lists are full: by the diversity rule
+# every neighbour would turn a new copy down (an existing copy already
+# leads its way), so the nearest one links to it all the same
+# (add_back_links in vec_insert.c), or no search would reach it.  50
+# distinct vectors, 10 copies each: built by CREATE INDEX, the 10 copies
+# of the query are its 10 nearest; after 10 more copies of each are
+# inserted, its 20.
 $node->safe_psql('postgres', q{
 CREATE TABLE dup (id int PRIMARY KEY, v avector(8));
 INSERT INTO dup SELECT i, ARRAY[i % 50, 1, 2, 3, 4, 5, 6, 7]::avector FROM generate_series(1, 500) i;
@@ -329,9 +332,7 @@ is($node->safe_psql('postgres', sprintf($dup_copies, 10)), '10',
 $node->safe_psql('postgres',
 	q{INSERT INTO dup SELECT i, ARRAY[i % 50, 1, 2, 3, 4, 5, 6, 7]::avector FROM generate_series(501, 1000) i});
 my $copies = $node->safe_psql('postgres', sprintf($dup_copies, 20));
-known_bug_ok($copies eq '20', '20 copies of a vector, 10 of them inserted: LIMIT 20 returns the 20 copies',
-	'nodes sharing a code are not linked back once a neighbour list is full (choose_victim)',
-	"$copies copies returned");
+is($copies, '20', '20 copies of a vector, 10 of them inserted: LIMIT 20 returns the 20 copies');
 
 diag("archer_vector recall on Fashion-MNIST (100 test images, top $K):\n"
 	  . join("\n", @recall_log));

@@ -16,10 +16,8 @@
 # server log must show no ERROR, PANIC or crash.  Then, after a last
 # VACUUM, archer_vector_verify counts exactly the table's rows in both
 # indexes, and recall@10 against a sequential scan is >= 0.9 for 100
-# queries on both columns.  A known bug is a TODO test: filtered queries
-# that return fewer rows than LIMIT, as parts of the graph become
-# unreachable after inserts interleaved with delete + VACUUM cycles and the
-# nodes found late are skipped.
+# queries on both columns, and filtered queries return LIMIT rows, during
+# the run and after it.
 use strict;
 use warnings;
 
@@ -81,8 +79,8 @@ like($node->safe_psql('postgres', "$INDEX_ONLY EXPLAIN (COSTS OFF) SELECT id FRO
 
 # the scripts; an unfiltered query that returns fewer rows than LIMIT
 # while the table has thousands fails its transaction with a division by
-# zero; a filtered one that does is logged in short_answers (a known bug,
-# checked as a TODO test below)
+# zero; a filtered one that does is logged in short_answers (checked
+# below)
 my %scripts = (
 	insert => q{
 \set src random(1, 4996)
@@ -165,34 +163,20 @@ for my $index ('items_v', 'items_a')
 	is($out, $rows, "archer_vector_verify('$index') counts the $rows rows");
 }
 
-# Known bug: after inserts interleaved with delete + VACUUM cycles (serial
-# or concurrent alike), parts of the graph are reached from nowhere.  The
-# scan then sweeps the node pages for the nodes it missed, but skips every
-# one whose bound is below that of a row it already returned (vec_gettuple),
-# so filtered queries still return fewer rows than LIMIT (even none)
-# though about 10% of the rows match, with no NOTICE, and a scan asked for
-# every row stops short.  archer_vector_verify does not see it (it checks
-# links, not reachability).
-# Where the bug shows, the check is a TODO test (not failing the suite);
-# where it does not, an ordinary pass (no "TODO passed", which test/run
-# counts as a failure).
-our $TODO;
-sub known_bug_ok
-{
-	my ($ok, $name, $bug) = @_;
-	return pass($name) if $ok;
-	local $TODO = $bug;
-	return fail($name);
-}
-my $BUG = 'filtered kNN return fewer rows than LIMIT: nodes found late (unreachable, swept) are skipped';
+# After inserts interleaved with delete + VACUUM cycles, parts of the graph
+# can be reached from nowhere (archer_vector_verify checks links, not
+# reachability).  The scan then sweeps the node pages for the nodes it
+# missed and hands out the ones found late at the end, so filtered queries
+# still return LIMIT rows when that many match, and a scan asked for every
+# row returns them all.
 my ($nshort, $minshort) = split /\|/, $node->safe_psql('postgres', 'SELECT count(*), min(n) FROM short_answers');
 note("filtered kNN during the run that returned fewer than $K rows: $nshort" . ($nshort ? " (the fewest: $minshort)" : ''));
-known_bug_ok($nshort == 0, "every filtered kNN during the run returned $K rows", $BUG);
+ok($nshort == 0, "every filtered kNN during the run returned $K rows");
 my $reached = $node->safe_psql('postgres', qq{$INDEX_ONLY
 SELECT min(n) FROM (SELECT (SELECT count(*) FROM (SELECT id FROM items ORDER BY v <-> (SELECT v FROM seed WHERE id = q) LIMIT 1000000) s) AS n
                     FROM generate_series(1, 5000, 500) q) x});
 note("after the run: a scan asked for every row returns at least $reached of $rows rows (10 query points)");
-known_bug_ok($reached >= $rows * 0.99, 'after the run: a scan asked for every row returns 99% of them', $BUG);
+ok($reached >= $rows * 0.99, 'after the run: a scan asked for every row returns 99% of them');
 
 # recall@K of 100 queries against a sequential scan: a row counts when its
 # exact distance is at most the K-th exact distance
