@@ -102,9 +102,23 @@ SELECT recall >= 0.95 AS good_recall, ordered, full_rows FROM vec_recall('v', '<
 DELETE FROM vec_items WHERE id % 10 < 3;
 VACUUM vec_items;
 SELECT recall >= 0.95 AS good_recall, ordered, full_rows FROM vec_recall('v', '<->', 'true', 10);
+-- the 1000 new rows take the place of deleted nodes: the index does not grow
+SELECT pg_relation_size('vec_items_l2') AS size_before_reinsert \gset
 INSERT INTO vec_items
 SELECT i, i % 10, ARRAY(SELECT (i % 12 * 7 % 13) + random() * 2 - 1 FROM generate_series(1, 24) d)::avector, NULL
 FROM generate_series(7001, 8000) i;
+SELECT pg_relation_size('vec_items_l2') = :size_before_reinsert AS deleted_nodes_reused,
+       archer_vector_verify('vec_items_l2') = (SELECT count(*) FROM vec_items WHERE v IS NOT NULL) AS verified;
+SELECT recall >= 0.95 AS good_recall, ordered, full_rows FROM vec_recall('v', '<->', 'true', 10);
+-- again, after a second round of deletes: nodes deleted earlier and reused
+-- are deleted and reused once more
+DELETE FROM vec_items WHERE id % 10 = 5;
+VACUUM vec_items;
+INSERT INTO vec_items
+SELECT i, i % 10, ARRAY(SELECT (i % 12 * 7 % 13) + random() * 2 - 1 FROM generate_series(1, 24) d)::avector, NULL
+FROM generate_series(8001, 8400) i;
+SELECT pg_relation_size('vec_items_l2') = :size_before_reinsert AS deleted_nodes_reused,
+       archer_vector_verify('vec_items_l2') = (SELECT count(*) FROM vec_items WHERE v IS NOT NULL) AS verified;
 SELECT recall >= 0.95 AS good_recall, ordered, full_rows FROM vec_recall('v', '<->', 'true', 10);
 
 -- an index on an empty table learns its dimension from the first row

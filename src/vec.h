@@ -33,7 +33,12 @@
  *	  the entry point in the meta page: a crash in between leaves a node
  *	  that is reachable from fewer neighbours, never a dangling link;
  *	- VACUUM takes the insert lock too, marks the nodes of dead rows deleted
- *	  and drops them from their neighbours' lists.
+ *	  and drops them from their neighbours' lists; an insert then overwrites
+ *	  such a node in place (same level, same size) rather than adding one.
+ *	  A scan that reads a node's code with only a pin (vec_batch_distances)
+ *	  may see it change under it: only for a node that was deleted when the
+ *	  scan copied its header (never returned) or whose new row the scan's
+ *	  snapshot cannot see.
  *
  *-------------------------------------------------------------------------
  */
@@ -51,6 +56,13 @@
 #include "vector.h"
 
 #define VEC_INSERT_LOCK			ARCHER_META_BLKNO
+
+/*
+ * The free space map lists node pages that hold deleted nodes for inserts
+ * to overwrite, with this nominal amount: below BLCKSZ / 2, so that
+ * GetFreeIndexPage (whole free pages) never takes such a page.
+ */
+#define VEC_FSM_REUSABLE		64
 
 /* metrics, also the strategy numbers of the ordering operators */
 #define VEC_METRIC_L2			1	/* <-> */

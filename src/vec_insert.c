@@ -18,6 +18,7 @@
 
 #include <math.h>
 
+#include "storage/freespace.h"
 #include "storage/lmgr.h"
 #include "utils/memutils.h"
 
@@ -126,6 +127,90 @@ place_node(Relation index, VecNodeHeader *node, Size size, bool new_entry)
 	UnlockReleaseBuffer(buf);
 	UnlockReleaseBuffer(metabuf);
 	return tid;
+}
+
+/*
+ * A deleted node to overwrite, from a page the free space map lists
+ * (vec_vacuum.c): false when there is none.  Pages the map lists wrongly
+ * (a stale map after a crash, or every deleted node taken) are struck off
+ * it.  Inserts are serialized, so the node stays free until it is written.
+ */
+static bool
+find_reusable_node(Relation index, const VecIndexInfo *info, ItemPointer tid, int *level)
+{
+	BlockNumber nblocks = RelationGetNumberOfBlocks(index);
+
+	for (int tries = 0; tries < 8; tries++)
+	{
+		BlockNumber blkno = GetPageWithFreeSpace(index, 1);
+		Buffer		buf;
+
+		if (blkno == InvalidBlockNumber)
+			return false;
+		buf = blkno < nblocks && blkno != ARCHER_META_BLKNO ?
+			archer_read_page_if_used(index, blkno, BUFFER_LOCK_SHARE, ARCHER_VEC_PAGE_ID) :
+			InvalidBuffer;
+		if (BufferIsValid(buf))
+		{
+			Page		page = BufferGetPage(buf);
+
+			if (ArcherPageGetOpaque(page)->flags & ARCHER_PAGE_NODES)
+			{
+				for (OffsetNumber off = FirstOffsetNumber; off <= PageGetMaxOffsetNumber(page); off++)
+				{
+					VecNodeHeader *node = vec_page_node(index, page, blkno, off, info);
+
+					if (node->flags & VEC_NODE_DELETED)
+					{
+						ItemPointerSet(tid, blkno, off);
+						*level = node->level;
+						UnlockReleaseBuffer(buf);
+						return true;
+					}
+				}
+			}
+			UnlockReleaseBuffer(buf);
+		}
+		RecordPageWithFreeSpace(index, blkno, 0);
+	}
+	return false;
+}
+
+/*
+ * Overwrite the deleted node at tid with the new node (same level, so the
+ * same size) and update the meta page, in one WAL record.
+ */
+static void
+reuse_node(Relation index, const VecIndexInfo *info, VecNodeHeader *node, Size size,
+		   ItemPointer tid, bool new_entry)
+{
+	BlockNumber blkno = ItemPointerGetBlockNumber(tid);
+	Buffer		metabuf = archer_read_page(index, ARCHER_META_BLKNO, BUFFER_LOCK_EXCLUSIVE,
+										   ARCHER_VEC_PAGE_ID);
+	Buffer		buf = archer_read_page(index, blkno, BUFFER_LOCK_EXCLUSIVE, ARCHER_VEC_PAGE_ID);
+	GenericXLogState *state = GenericXLogStart(index);
+	VecMetaPageData *meta = VecPageGetMeta(GenericXLogRegisterBuffer(state, metabuf, 0));
+	Page		page = GenericXLogRegisterBuffer(state, buf, 0);
+	VecNodeHeader *old = vec_page_node(index, page, blkno, ItemPointerGetOffsetNumber(tid), info);
+	bool		more = false;
+
+	if (!(old->flags & VEC_NODE_DELETED) || old->level != node->level)
+		elog(ERROR, "archer_vector: node (%u,%u) is no longer free to reuse",
+			 blkno, ItemPointerGetOffsetNumber(tid));
+	memcpy(old, node, size);
+	meta->ndeleted--;
+	if (new_entry)
+	{
+		meta->entry = *tid;
+		meta->entry_level = node->level;
+	}
+	for (OffsetNumber off = FirstOffsetNumber; off <= PageGetMaxOffsetNumber(page) && !more; off++)
+		more = (vec_page_node(index, page, blkno, off, info)->flags & VEC_NODE_DELETED) != 0;
+	GenericXLogFinish(state);
+	UnlockReleaseBuffer(buf);
+	UnlockReleaseBuffer(metabuf);
+	if (!more)
+		RecordPageWithFreeSpace(index, blkno, 0);
 }
 
 /*
@@ -297,12 +382,15 @@ insert_vector(Relation index, const float *x, int dim, const Datum *values,
 	int			level = vec_random_level(info->m);
 	int64		filters[VEC_MAX_FILTERS];
 	ItemPointerData tid;
+	bool		reuse;
 
 	if (info->dim == 0)
 	{
 		initialize_empty_index(index, x, dim);
 		info = vec_index_info(index);
 	}
+	/* a reused node keeps its level: levels are drawn alike, and its size stays */
+	reuse = find_reusable_node(index, info, &tid, &level);
 	while (level > 0 && vec_node_size(info, level) > (Size) ARCHER_PAGE_CAPACITY_BYTES - 64)
 		level--;
 	size = vec_node_size(info, level);
@@ -340,8 +428,12 @@ insert_vector(Relation index, const float *x, int dim, const Datum *values,
 		}
 	}
 
-	tid = place_node(index, node, size,
-					 !ItemPointerIsValid(&meta.entry) || level > meta.entry_level);
+	if (reuse)
+		reuse_node(index, info, node, size, &tid,
+				   !ItemPointerIsValid(&meta.entry) || level > meta.entry_level);
+	else
+		tid = place_node(index, node, size,
+						 !ItemPointerIsValid(&meta.entry) || level > meta.entry_level);
 	add_back_links(index, info, links, nlinks, &tid, vec_node_code(node));
 }
 

@@ -12,7 +12,11 @@
  *	   pointing at a deleted one, and paths that went through a deleted
  *	   node get a way around it;
  *	3. if the entry point died, make the live node on the highest layer the
- *	   entry point.
+ *	   entry point;
+ *	4. list the pages holding deleted nodes in the free space map: inserts
+ *	   overwrite those nodes (vec_insert.c), which no live node links to.
+ * Nodes deleted by an earlier VACUUM count as deleted in pass 2 too, so
+ * links a crash left pointing at them are repaired before they are reused.
  * Scans running meanwhile may still reach a deleted node through a link
  * they copied earlier; they traverse it but never return it.
  *
@@ -21,6 +25,8 @@
 #include "postgres.h"
 
 #include "commands/vacuum.h"
+#include "storage/freespace.h"
+#include "storage/indexfsm.h"
 #include "storage/lmgr.h"
 
 #include "vec.h"
@@ -34,7 +40,10 @@ candidate_cmp(const void *a, const void *b)
 	return (da > db) - (da < db);
 }
 
-/* Pass 1: mark the nodes of dead rows; returns how many */
+/*
+ * Pass 1: mark the nodes of dead rows; returns how many.  Every deleted
+ * node, new or old, goes into *deleted.
+ */
 static int64
 mark_deleted(Relation index, const VecIndexInfo *info, IndexVacuumInfo *vinfo,
 			 IndexBulkDeleteCallback callback, void *callback_state,
@@ -69,8 +78,12 @@ mark_deleted(Relation index, const VecIndexInfo *info, IndexVacuumInfo *vinfo,
 			VecNodeHeader *node = vec_page_node(index, page, blkno, off, info);
 			ItemPointerData tid;
 
+			ItemPointerSet(&tid, blkno, off);
 			if (node->flags & VEC_NODE_DELETED)
+			{
+				(void) vec_visited_add(deleted, &tid);
 				continue;
+			}
 			if (!callback(&node->heaptid, callback_state))
 			{
 				(*nlive)++;
@@ -83,7 +96,6 @@ mark_deleted(Relation index, const VecIndexInfo *info, IndexVacuumInfo *vinfo,
 				node = vec_page_node(index, page, blkno, off, info);
 			}
 			node->flags |= VEC_NODE_DELETED;
-			ItemPointerSet(&tid, blkno, off);
 			(void) vec_visited_add(deleted, &tid);
 			ndeleted++;
 		}
@@ -209,7 +221,7 @@ write_links(Relation index, const VecIndexInfo *info, ItemPointer tid, VecNodeHe
 	UnlockReleaseBuffer(buf);
 }
 
-/* Passes 2 and 3: repair links, then count the deletions and move the entry point */
+/* Passes 2 to 4: repair links, count the deletions, move the entry point, list reusable pages */
 static void
 repair_graph(Relation index, const VecIndexInfo *info, IndexVacuumInfo *vinfo,
 			 VecVisited *deleted, int64 ndeleted)
@@ -217,6 +229,7 @@ repair_graph(Relation index, const VecIndexInfo *info, IndexVacuumInfo *vinfo,
 	BlockNumber nblocks = RelationGetNumberOfBlocks(index);
 	ItemPointerData top;
 	int			top_level = -1;
+	bool		reusable;
 
 	ItemPointerSetInvalid(&top);
 	for (BlockNumber blkno = ARCHER_META_BLKNO + 1; blkno < nblocks; blkno++)
@@ -237,6 +250,7 @@ repair_graph(Relation index, const VecIndexInfo *info, IndexVacuumInfo *vinfo,
 		maxoff = PageGetMaxOffsetNumber(page);
 		UnlockReleaseBuffer(buf);
 
+		reusable = false;
 		for (OffsetNumber off = FirstOffsetNumber; off <= maxoff; off++)
 		{
 			ItemPointerData tid;
@@ -247,6 +261,7 @@ repair_graph(Relation index, const VecIndexInfo *info, IndexVacuumInfo *vinfo,
 			node = copy_node(index, info, &tid);
 			if (node->flags & VEC_NODE_DELETED)
 			{
+				reusable = true;
 				pfree(node);
 				continue;
 			}
@@ -261,7 +276,9 @@ repair_graph(Relation index, const VecIndexInfo *info, IndexVacuumInfo *vinfo,
 				write_links(index, info, &tid, node);
 			pfree(node);
 		}
+		RecordPageWithFreeSpace(index, blkno, reusable ? VEC_FSM_REUSABLE : 0);
 	}
+	IndexFreeSpaceMapVacuum(index);
 
 	{
 		Buffer		metabuf = archer_read_page(index, ARCHER_META_BLKNO, BUFFER_LOCK_EXCLUSIVE,
@@ -298,7 +315,7 @@ vec_bulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 	{
 		vec_visited_init(&deleted, 1024);
 		ndeleted = mark_deleted(index, vinfo, info, callback, callback_state, &deleted, &nlive);
-		if (ndeleted > 0)
+		if (deleted.count > 0)
 			repair_graph(index, vinfo, info, &deleted, ndeleted);
 		stats->tuples_removed += ndeleted;
 	}
