@@ -6,10 +6,10 @@
  * The scan descends greedily through the upper layers, then runs HNSW's
  * best-first search on layer 0 in rounds.  Round r keeps the
  * ef_search * 2^r nearest nodes found so far as its result set and expands
- * candidates until none can improve it; the nearer half of the result set
- * is then returned ordered by the lower bound of the exact distance (the
- * farther half waits for the next round: a wider search rarely finds a node
- * nearer than that).  When the executor asks for more (a WHERE clause
+ * candidates until none can improve it; its result set is then returned
+ * ordered by the lower bound of the exact distance (from the second round
+ * on only the nearer half: the farther half waits for the next round, as
+ * a wider search rarely finds a node nearer than that).  When the executor asks for more (a WHERE clause
  * filtered rows out, or LIMIT is large) the next round doubles the width
  * and resumes the same search: candidates, visited set and found nodes
  * carry over, so no node is read twice.  A node found in a later round
@@ -273,7 +273,7 @@ start_search(IndexScanDesc scan)
 	(void) vec_visited_add(&so->visited, &entry.tid);
 	vec_heap_push(&so->candidates, &entry);
 	vec_batch_distances(index, so->info, &so->query, &entry.tid, 1, &entry.distance, &header,
-						filters);
+						so->nkeys > 0 ? filters : NULL);
 	if (!(header.flags & VEC_NODE_DELETED) && filters_match(so, header.flags, filters))
 		add_found(so, entry.distance, &header);
 	so->width = Max(archer_vector_ef_search, 1);
@@ -338,7 +338,8 @@ run_round(IndexScanDesc scan)
 		for (int i = 0; i < nlinks; i++)
 			if (vec_visited_add(&so->visited, &links[i]))
 				links[nfresh++] = links[i];
-		vec_batch_distances(index, info, &so->query, links, nfresh, distances, headers, filters);
+		vec_batch_distances(index, info, &so->query, links, nfresh, distances, headers,
+							so->nkeys > 0 ? filters : NULL);
 		for (int i = 0; i < nfresh; i++)
 		{
 			VecCandidate next;
@@ -362,13 +363,15 @@ run_round(IndexScanDesc scan)
 	}
 
 	/*
-	 * Return the nearer half of the result set, ordered by bound, and keep
-	 * the farther half for the next, wider round: the nodes a wider search
-	 * finds late lie mostly near the edge of the result set, and a late
-	 * node nearer than a row already returned has to be skipped.  Once the
-	 * search cannot expand any more, the whole result set is ready.
+	 * After the first round, return the nearer half of the result set,
+	 * ordered by bound, and keep the farther half for the next, wider
+	 * round: the nodes a wider search finds late lie mostly near the edge
+	 * of the result set, and a late node nearer than a row already
+	 * returned is held back.  The first round returns its whole result set,
+	 * as HNSW does: most queries need no second round.  Once the search
+	 * cannot expand any more, the whole result set is ready.
 	 */
-	if (so->candidates.count > 0)
+	if (so->candidates.count > 0 && so->nreturned > 0)
 		while (best.count > Max(so->width / 2, 1))
 			(void) vec_heap_pop(&best);
 	limit = best.count > 0 ? best.items[0].distance : FLT_MAX;

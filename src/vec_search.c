@@ -214,13 +214,26 @@ vec_batch_distances(Relation index, const VecIndexInfo *info, const VecQuery *qu
 	Assert(n <= VEC_MAX_BATCH);
 	for (int i = 0; i < n; i++)
 	{
+		BlockNumber blkno = ItemPointerGetBlockNumberNoCheck(&tids[i]);
 		Page		page;
+		int			same = -1;
 
-		if (!BlockNumberIsValid(ItemPointerGetBlockNumberNoCheck(&tids[i])))
+		if (!BlockNumberIsValid(blkno))
 			archer_corrupted(index, InvalidBlockNumber, "A link points to an invalid block.");
-		bufs[i] = ReadBuffer(index, ItemPointerGetBlockNumber(&tids[i]));
+		/* neighbours often share pages (the build lays them out so) */
+		for (int j = i - 1; j >= 0 && same < 0; j--)
+			if (ItemPointerGetBlockNumberNoCheck(&tids[j]) == blkno)
+				same = j;
+		if (same >= 0)
+		{
+			bufs[i] = bufs[same];
+			IncrBufferRefCount(bufs[i]);
+		}
+		else
+			bufs[i] = ReadBuffer(index, blkno);
 		page = BufferGetPage(bufs[i]);
 		__builtin_prefetch(page);
+		__builtin_prefetch(page + BLCKSZ - sizeof(ArcherPageOpaqueData));
 		__builtin_prefetch(PageGetItemId(page, ItemPointerGetOffsetNumber(&tids[i])));
 	}
 	for (int i = 0; i < n; i++)
