@@ -4,7 +4,8 @@
 --   fm_test  (id, label, v avector(784))        the query images
 -- Every index answer is scored against the exact answer of a sequential
 -- scan on the same rows (recall@10, tie-proof: a returned row counts when
--- its exact distance is at most the 10th exact distance).
+-- its exact distance is at most the 10th exact distance).  Speed is
+-- measured by bench/vector with pgbench (prepared statements, one client).
 
 CREATE TABLE vbench_result (
 	seq		serial PRIMARY KEY,
@@ -22,8 +23,8 @@ CREATE TABLE vbench_truth (
 	PRIMARY KEY (kind, qid)
 );
 
--- The answer of one query, by kind of filter.  Static statements, so that
--- PL/pgSQL prepares each once, as a client with prepared statements would.
+-- The answer of one query, by kind of filter: the statements pgbench times
+-- (bench/vector), with the query vector as a parameter.
 CREATE FUNCTION vbench_answer(p_kind text, p_v avector) RETURNS int[]
 LANGUAGE plpgsql AS $$
 BEGIN
@@ -58,7 +59,7 @@ BEGIN
 END $$;
 
 -- The plan of a query of this kind names the index, or raises an error.
--- As in vbench_measure, sequential scans are off: on the small tables of
+-- As in the measurements, sequential scans are off: on the small tables of
 -- the tiny mode a 1% filter is cheapest without the index.
 CREATE FUNCTION vbench_check_plan(p_kind text, p_index text, p_index_cond boolean) RETURNS void
 LANGUAGE plpgsql SET enable_seqscan = off AS $$
@@ -76,68 +77,36 @@ BEGIN
 	END IF;
 END $$;
 
--- One measured configuration: a warm-up pass, then p_passes timed passes
--- over the first p_nq queries.  q/s is the median of the passes; p50/p99
--- over every timed query; recall and rows from the first timed pass.
-CREATE FUNCTION vbench_measure(p_phase text, p_name text, p_kind text, p_ef int,
-							   p_passes int, p_nq int, p_exact boolean DEFAULT false)
+-- Recall@10 and rows returned of one configuration over the first p_nq
+-- queries (bench/vector times the same queries with pgbench).
+CREATE FUNCTION vbench_recall(p_kind text, p_ef int, p_nq int, p_exact boolean DEFAULT false)
 RETURNS jsonb LANGUAGE plpgsql AS $$
 DECLARE
 	q record;
 	ids int[];
-	t0 timestamptz;
-	secs float8;
-	pass_secs float8;
-	pass_qps float8[] := '{}';
-	lat float8[] := '{}';
 	hits bigint := 0;
 	expected bigint := 0;
 	nrows bigint := 0;
 	min_rows int := 10;
-	result jsonb;
 BEGIN
-	PERFORM set_config('archer.ef_search', p_ef::text, false);
-	PERFORM set_config('enable_indexscan', CASE WHEN p_exact THEN 'off' ELSE 'on' END, false);
-	PERFORM set_config('enable_seqscan', CASE WHEN p_exact THEN 'on' ELSE 'off' END, false);
-	FOR pass IN 0 .. p_passes LOOP
-		pass_secs := 0;
-		FOR q IN SELECT t.id, t.v, tr.ids AS truth, tr.dists FROM fm_test t
-				 JOIN vbench_truth tr ON tr.qid = t.id AND tr.kind = p_kind
-				 WHERE t.id <= p_nq ORDER BY t.id LOOP
-			t0 := clock_timestamp();
-			ids := vbench_answer(p_kind, q.v);
-			secs := extract(epoch FROM clock_timestamp() - t0);
-			IF pass = 0 THEN
-				CONTINUE;			-- warm-up
-			END IF;
-			pass_secs := pass_secs + secs;
-			lat := lat || secs;
-			IF pass = 1 THEN
-				hits := hits + least(cardinality(q.truth),
-					(SELECT count(*) FROM fm_train WHERE id = ANY (ids)
-					 AND v <-> q.v <= q.dists[cardinality(q.dists)] * (1 + 1e-9)));
-				expected := expected + cardinality(q.truth);
-				nrows := nrows + cardinality(ids);
-				min_rows := least(min_rows, cardinality(ids));
-			END IF;
-		END LOOP;
-		IF pass > 0 THEN
-			pass_qps := pass_qps || (p_nq / pass_secs);
-		END IF;
+	PERFORM set_config('archer.ef_search', p_ef::text, true);
+	PERFORM set_config('enable_indexscan', CASE WHEN p_exact THEN 'off' ELSE 'on' END, true);
+	PERFORM set_config('enable_seqscan', CASE WHEN p_exact THEN 'on' ELSE 'off' END, true);
+	FOR q IN SELECT t.id, t.v, tr.ids AS truth, tr.dists FROM fm_test t
+			 JOIN vbench_truth tr ON tr.qid = t.id AND tr.kind = p_kind
+			 WHERE t.id <= p_nq ORDER BY t.id LOOP
+		ids := vbench_answer(p_kind, q.v);
+		hits := hits + least(cardinality(q.truth),
+			(SELECT count(*) FROM fm_train WHERE id = ANY (ids)
+			 AND v <-> q.v <= q.dists[cardinality(q.dists)] * (1 + 1e-9)));
+		expected := expected + cardinality(q.truth);
+		nrows := nrows + cardinality(ids);
+		min_rows := least(min_rows, cardinality(ids));
 	END LOOP;
-	RESET enable_indexscan;
-	RESET enable_seqscan;
-	RESET archer.ef_search;
-	result := jsonb_build_object(
-		'kind', p_kind, 'ef_search', p_ef, 'queries', p_nq, 'passes', p_passes,
-		'qps', (SELECT percentile_disc(0.5) WITHIN GROUP (ORDER BY x) FROM unnest(pass_qps) x),
-		'p50_ms', (SELECT 1000 * percentile_cont(0.5) WITHIN GROUP (ORDER BY x) FROM unnest(lat) x),
-		'p99_ms', (SELECT 1000 * percentile_cont(0.99) WITHIN GROUP (ORDER BY x) FROM unnest(lat) x),
+	RETURN jsonb_build_object(
+		'kind', p_kind, 'ef_search', p_ef, 'queries', p_nq,
 		'recall', CASE WHEN expected > 0 THEN hits::float8 / expected END,
-		'avg_rows', nrows::float8 / p_nq,
-		'min_rows', min_rows);
-	INSERT INTO vbench_result (phase, name, m) VALUES (p_phase, p_name, result);
-	RETURN result;
+		'avg_rows', nrows::float8 / p_nq, 'min_rows', min_rows);
 END $$;
 
 -- CREATE INDEX, timed, with its size
