@@ -6,10 +6,11 @@ CREATE EXTENSION IF NOT EXISTS archer_postgis CASCADE;
 RESET client_min_messages;
 
 -- Runs q (a query returning a column id) once through indexes only and once
--- by sequential scan; reports the row count, the rows that differ, and
--- whether the plan used an archer index.
+-- by sequential scan (or q_exact by sequential scan, e.g. the PostGIS
+-- formulation); reports the row count, the rows that differ, and whether
+-- the plan used an archer index.
 CREATE FUNCTION index_vs_seq(q text, OUT n_rows bigint, OUT mismatches bigint,
-                             OUT used_index boolean)
+                             OUT used_index boolean, q_exact text DEFAULT NULL)
 LANGUAGE plpgsql AS $$
 DECLARE
     plan text;
@@ -27,7 +28,7 @@ BEGIN
     PERFORM set_config('enable_seqscan', 'on', true);
     PERFORM set_config('enable_indexscan', 'off', true);
     PERFORM set_config('enable_bitmapscan', 'off', true);
-    EXECUTE 'SELECT coalesce(array_agg(id ORDER BY id), ''{}'') FROM (' || q || ') s' INTO by_seq;
+    EXECUTE 'SELECT coalesce(array_agg(id ORDER BY id), ''{}'') FROM (' || coalesce(q_exact, q) || ') s' INTO by_seq;
     PERFORM set_config('enable_indexscan', 'on', true);
     PERFORM set_config('enable_bitmapscan', 'on', true);
     n_rows := cardinality(by_seq);

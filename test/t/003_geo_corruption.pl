@@ -30,9 +30,10 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use Fcntl qw(O_RDWR SEEK_SET);
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use ArcherPageEdit;
 
-my $BLCKSZ = 8192;
 my $LEAF = 2;    # a leaf with a left and a right sibling
 
 my $node = PostgreSQL::Test::Cluster->new('corrupt');
@@ -45,10 +46,6 @@ $node->safe_psql('postgres', 'CREATE EXTENSION archer');
 # ---------------------------------------------------------------------------
 # page editing helpers: each gets the page as a byte string, returns it changed
 # ---------------------------------------------------------------------------
-sub u16 { my ($page, $off) = @_; return unpack('v', substr($page, $off, 2)); }
-sub u32 { my ($page, $off) = @_; return unpack('V', substr($page, $off, 4)); }
-sub set_u16 { my ($page, $off, $v) = @_; substr($page, $off, 2) = pack('v', $v); return $page; }
-sub set_u32 { my ($page, $off, $v) = @_; substr($page, $off, 4) = pack('V', $v); return $page; }
 
 # name => [ which block, edit, what verify says, what scans say ]
 #   block: 'leaf' (block $LEAF), 'root', 'meta'
@@ -119,26 +116,6 @@ CREATE INDEX ${table}_idx ON $table USING archer_geo (p);
 }
 $node->stop;
 
-sub read_block
-{
-	my ($path, $blkno) = @_;
-	open(my $fh, '<:raw', $path) or die "open $path: $!";
-	sysseek($fh, $blkno * $BLCKSZ, SEEK_SET) or die "seek: $!";
-	my $page;
-	sysread($fh, $page, $BLCKSZ) == $BLCKSZ or die "short read of block $blkno of $path";
-	close($fh);
-	return $page;
-}
-
-sub write_block
-{
-	my ($path, $blkno, $page) = @_;
-	die 'page must be one block' unless length($page) == $BLCKSZ;
-	sysopen(my $fh, $path, O_RDWR) or die "open $path: $!";
-	sysseek($fh, $blkno * $BLCKSZ, SEEK_SET) or die "seek: $!";
-	syswrite($fh, $page) == $BLCKSZ or die "short write to $path";
-	close($fh);
-}
 
 # damage every index, remembering a heap row whose entry is on the leaf
 for my $case (@cases)
