@@ -12,16 +12,11 @@
 // the exact scan's q/s is a control (gate=false): it tracks the machine.
 'use strict';
 const fs = require('fs');
+const { readRun, headlineList, f, big, mb, markdown } = require('./report-common');
 
 const [rawPath, metaPath, outBase] = process.argv.slice(2);
-const raw = JSON.parse(fs.readFileSync(rawPath, 'utf8'));
-const meta = {};
-for (const line of fs.readFileSync(metaPath, 'utf8').split('\n')) {
-	const tab = line.indexOf('\t');
-	if (tab > 0) meta[line.slice(0, tab)] = line.slice(tab + 1);
-}
+const { meta, results: R } = readRun(rawPath, metaPath);
 const timing = meta.mode !== 'tiny';
-const R = raw.results || [];
 const by = (phase) => R.filter((r) => r.phase === phase);
 const find = (phase, name) => R.find((r) => r.phase === phase && r.name === name);
 
@@ -38,11 +33,8 @@ const afterIns = find('insert', 'recall_after_inserts');
 if (!afterIns || !(afterIns.m.recall >= 0.9)) failures.push(`recall@10 after the inserts is ${afterIns && afterIns.m.recall}, below 0.9`);
 
 // ---------------------------------------------------------------- headline
-const headline = [];
-const H = (key, value, unit, better, gate = true) => {
-	if (value !== null && value !== undefined && Number.isFinite(Number(value)))
-		headline.push({ key, value: Number(value), unit, better, gate });
-};
+const headline = headlineList();
+const H = headline.add;
 const exact = find('exact', 'seqscan');
 H('vector.exact.qps', exact && exact.m.qps, 'q/s', 'higher', false);
 for (const b of by('build')) {
@@ -72,17 +64,8 @@ const out = { meta, ok: failures.length === 0, failures, headline, results: R };
 fs.writeFileSync(outBase + '.json', JSON.stringify(out, null, 1) + '\n');
 
 // ---------------------------------------------------------------- markdown
-const f = (x, d = 1) => (x === null || x === undefined || !Number.isFinite(Number(x)) ? '–' : Number(x).toFixed(d));
-const big = (x) => (x === null || x === undefined ? '–' : Math.round(Number(x)).toLocaleString('en-US'));
-const mb = (x) => f(Number(x) / 1048576, 1);
-const md = [];
-const line = (s = '') => md.push(s);
-const table = (head, rows) => {
-	line('| ' + head.join(' | ') + ' |');
-	line('|' + head.map((h, i) => (i === 0 ? ' --- |' : ' ---: |')).join(''));
-	for (const r of rows) line('| ' + r.join(' | ') + ' |');
-	line();
-};
+const md = markdown();
+const { line, table } = md;
 const vsExact = (r) => (exact && r.m.qps ? f(r.m.qps / exact.m.qps, 0) + 'x' : '–');
 
 line(`# archer_vector benchmark: ${meta.mode} run, ${meta.date}`);
@@ -135,7 +118,7 @@ line('## Dataset files (sha256)');
 line();
 for (const k of Object.keys(meta).filter((k) => k.startsWith('sha256.')))
 	line(`- ${k.slice(7)}: \`${meta[k]}\``);
-fs.writeFileSync(outBase + '.md', md.join('\n') + '\n');
+fs.writeFileSync(outBase + '.md', md.text());
 
 // ---------------------------------------------------------------- plot data
 fs.writeFileSync(outBase + '.curve.dat',

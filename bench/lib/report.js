@@ -14,26 +14,18 @@
 // and are printed by bench/compare but never fail it.
 'use strict';
 const fs = require('fs');
+const { readRun, headlineList, f, big, mb, ratio, markdown } = require('./report-common');
 
 const [rawPath, metaPath, outBase] = process.argv.slice(2);
-const raw = JSON.parse(fs.readFileSync(rawPath, 'utf8'));
-const meta = {};
-for (const line of fs.readFileSync(metaPath, 'utf8').split('\n')) {
-	const tab = line.indexOf('\t');
-	if (tab > 0) meta[line.slice(0, tab)] = line.slice(tab + 1);
-}
+const { raw, meta, results: R } = readRun(rawPath, metaPath);
 const timing = meta.mode !== 'tiny';
-const R = raw.results || [];
 const by = (phase) => R.filter((r) => r.phase === phase);
 const find = (phase, name, participant) =>
 	R.find((r) => r.phase === phase && r.name === name && (participant === undefined || r.participant === participant));
 
 // ---------------------------------------------------------------- headline
-const headline = [];
-const H = (key, value, unit, better, gate = true) => {
-	if (value !== null && value !== undefined && Number.isFinite(Number(value)))
-		headline.push({ key, value: Number(value), unit, better, gate });
-};
+const headline = headlineList();
+const H = headline.add;
 
 const loadA = find('load', 'geo_a');
 if (loadA) H('load.copy_rows_per_s', loadA.m.rows_per_s, 'rows/s', 'higher', false);
@@ -93,18 +85,8 @@ const out = {
 fs.writeFileSync(outBase + '.json', JSON.stringify(out, null, 1) + '\n');
 
 // ---------------------------------------------------------------- markdown
-const f = (x, d = 1) => (x === null || x === undefined || !Number.isFinite(Number(x)) ? '–' : Number(x).toFixed(d));
-const big = (x) => (x === null || x === undefined ? '–' : Math.round(Number(x)).toLocaleString('en-US'));
-const mb = (x) => f(Number(x) / 1048576, 1);
-const ratio = (a, b, d = 2) => (a && b ? f(Number(a) / Number(b), d) + 'x' : '–');
-const md = [];
-const line = (s = '') => md.push(s);
-const table = (head, rows) => {
-	line('| ' + head.join(' | ') + ' |');
-	line('|' + head.map((h, i) => (i === 0 ? ' --- |' : ' ---: |')).join(''));
-	for (const r of rows) line('| ' + r.join(' | ') + ' |');
-	line();
-};
+const md = markdown();
+const { line, table } = md;
 
 line(`# archer benchmark: ${meta.mode} run, ${meta.date}`);
 line();
@@ -240,7 +222,7 @@ line();
 for (const p of by('plan'))
 	line(`<details><summary>${p.name} / ${p.participant}</summary>\n\n\`\`\`\n${p.m.custom_plan}\`\`\`\n</details>\n`);
 
-fs.writeFileSync(outBase + '.md', md.join('\n') + '\n');
+fs.writeFileSync(outBase + '.md', md.text());
 
 // ---------------------------------------------------------------- plot data
 fs.writeFileSync(outBase + '.speedup.dat',
