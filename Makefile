@@ -6,6 +6,7 @@ EXTVERSION = 0.1.0
 MODULE_big = archer
 OBJS = \
 	src/archer.o \
+	src/archer_stats.o \
 	src/storage.o \
 	src/s2cell.o \
 	src/georegion.o \
@@ -21,6 +22,7 @@ OBJS = \
 OBJS += \
 	src/vector.o \
 	src/vector_kernels.o \
+	src/vec_buffer.o \
 	src/vec_build.o \
 	src/vec_handler.o \
 	src/vec_insert.o \

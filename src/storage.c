@@ -318,6 +318,29 @@ archer_am_routine(int nstrategies)
 	return amroutine;
 }
 
+/* An error unless indexoid is an index */
+void
+archer_check_is_index(Oid indexoid)
+{
+	if (get_rel_relkind(indexoid) != RELKIND_INDEX)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is not an index",
+						get_rel_name(indexoid) ? get_rel_name(indexoid) : "?")));
+}
+
+/*
+ * An error unless indexoid is an index the current user owns; checked
+ * before any lock is taken, so that a stranger cannot queue behind writers
+ */
+void
+archer_check_index_owner(Oid indexoid)
+{
+	archer_check_is_index(indexoid);
+	if (!pg_class_ownercheck(indexoid, GetUserId()))
+		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_INDEX, get_rel_name(indexoid));
+}
+
 /*
  * The opening of a verify function: the caller must own the index (checked
  * before any lock, so a stranger cannot queue behind writers); then the
@@ -329,13 +352,7 @@ void
 archer_verify_open(Oid indexoid, const char *amname, Relation *heap, Relation *index,
 				   LOCKMODE *lockmode)
 {
-	if (get_rel_relkind(indexoid) != RELKIND_INDEX)
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("\"%s\" is not an index",
-						get_rel_name(indexoid) ? get_rel_name(indexoid) : "?")));
-	if (!pg_class_ownercheck(indexoid, GetUserId()))
-		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_INDEX, get_rel_name(indexoid));
+	archer_check_index_owner(indexoid);
 	*lockmode = RecoveryInProgress() ? AccessShareLock : ShareLock;
 	*heap = table_open(IndexGetRelation(indexoid, false), *lockmode);
 	*index = index_open(indexoid, *lockmode);

@@ -59,6 +59,7 @@
 #define ARCHER_PAGE_HAS_HIKEY	0x10	/* hikey fields are valid */
 #define ARCHER_PAGE_NODES		0x20	/* line pointers to vector graph nodes */
 #define ARCHER_PAGE_QUANTIZER	0x40	/* dense float array of the quantizer */
+#define ARCHER_PAGE_BUFFER		0x80	/* insert buffer entries, rightlink = next */
 
 /*
  * Special space of every archer page.  The hikey (an exclusive upper bound
@@ -125,6 +126,8 @@ extern void archer_write_init_fork_page(Relation index, BlockNumber blkno, Page 
 extern IndexAmRoutine *archer_am_routine(int nstrategies);
 extern bool archer_validate_opclass(Oid opclassoid, const char *amname, int nstrategies,
 									uint32 ordering_strategies);
+extern void archer_check_is_index(Oid indexoid);
+extern void archer_check_index_owner(Oid indexoid);
 extern void archer_verify_open(Oid indexoid, const char *amname, Relation *heap,
 							   Relation *index, LOCKMODE *lockmode);
 

@@ -9,7 +9,8 @@
  *	block 0			meta page: VecMetaPageData
  *	blocks 1..k		quantizer pages: the build's per-dimension min[dim] then
  *					max[dim], a dense float array spread over k pages
- *	other blocks	node pages: line pointers to VecNode tuples
+ *	other blocks	node pages: line pointers to VecNode tuples, or insert
+ *					buffer pages (see below), or free pages
  *
  * A node tuple holds the row's heap TID, its top layer, the quantization
  * error of its code (so that a lower bound of the exact distance is known),
@@ -20,6 +21,16 @@
  * and last the values of the index's filter columns (integer columns after
  * the vector column) as unaligned int64s, NULLs flagged in the header.
  * Tuples never change size: updates rewrite neighbour slots in place.
+ *
+ * Insert buffer (WITH (insert_buffer = on)): an insert appends its node,
+ * without links, to a chain of buffer pages (meta: buffer_head ..
+ * buffer_tail, rightlink to the next), one WAL record, no graph search.
+ * A merge (vec_buffer.c: when the buffer is full, archer_flush, VACUUM)
+ * links the entries into the graph one by one, each in the WAL record that
+ * marks it merged, and moves the buffer pages it emptied to a free list
+ * (meta: buffer_free) that appends take new pages from first.  Scans read the
+ * buffer's entries first, by brute force, and skip graph nodes of the same
+ * heap rows, so no row is lost or doubled whatever a merge is doing.
  *
  * Scans return candidates ordered by a lower bound of their exact distance
  * (code distance minus the code's error); the executor recomputes the exact
@@ -32,6 +43,12 @@
  *	  write the new node first, then add back links page by page, then move
  *	  the entry point in the meta page: a crash in between leaves a node
  *	  that is reachable from fewer neighbours, never a dangling link;
+ *	- buffered inserts take no heavyweight lock: appends serialize on the
+ *	  meta page's buffer lock (meta first, then the tail page); a merge
+ *	  holds VEC_INSERT_LOCK and frees emptied pages from the head of the
+ *	  chain; scans walk the chain one page at a time and, since each
+ *	  buffer page carries a serial number one above its predecessor's,
+ *	  notice a freed (or freed and reused) page and restart from the head;
  *	- VACUUM takes the insert lock too, marks the nodes of dead rows deleted
  *	  and drops them from their neighbours' lists; an insert then overwrites
  *	  such a node in place (same level, same size) rather than adding one.
@@ -49,6 +66,7 @@
 
 #include "access/amapi.h"
 #include "access/genam.h"
+#include "datatype/timestamp.h"
 #include "nodes/execnodes.h"
 #include "nodes/pathnodes.h"
 
@@ -56,6 +74,8 @@
 #include "vector.h"
 
 #define VEC_INSERT_LOCK			ARCHER_META_BLKNO
+/* the serial number of an insert buffer page, in its special space */
+#define VecBufferPageSerial(page)	(ArcherPageGetOpaque(page)->hikey_cellid)
 
 /*
  * The free space map lists node pages that hold deleted nodes for inserts
@@ -78,6 +98,7 @@
 /* node flags */
 #define VEC_NODE_DELETED		0x01
 #define VEC_NODE_ZERO			0x02	/* zero vector under cosine: distance 1 */
+#define VEC_NODE_MERGED			0x04	/* buffer entry already in the graph */
 #define VEC_NODE_FILTER_NULL(i)	(0x10 << (i))	/* filter column i is NULL */
 
 /* integer filter columns after the vector column; strategies as btree's */
@@ -114,6 +135,17 @@ typedef struct VecMetaPageData
 	BlockNumber insert_page;	/* node page new nodes go to first */
 	uint64		nnodes;
 	uint64		ndeleted;
+	/* insert buffer */
+	BlockNumber buffer_head;	/* oldest buffer page, or Invalid */
+	BlockNumber buffer_tail;	/* the page appends go to, or Invalid */
+	BlockNumber buffer_free;	/* emptied buffer pages, for appends to reuse */
+	uint32		buffer_entries; /* entries not merged yet */
+	uint32		buffer_pages;
+	uint64		buffer_serial;	/* serial number of the last buffer page added */
+	uint64		merges;			/* merges that merged something */
+	uint64		merged_entries;
+	TimestampTz last_merge_end;
+	int64		last_merge_us;	/* duration of the last merge */
 } VecMetaPageData;
 
 #define VecPageGetMeta(page)	((VecMetaPageData *) PageGetContents(page))
@@ -125,6 +157,7 @@ typedef struct VecOptions
 	int			m;
 	int			ef_construction;
 	int			quantization_offset;	/* string, 'sq8' */
+	bool		insert_buffer;
 } VecOptions;
 
 /* Everything a scan or insert needs to know about an index, cached in rd_amcache */
@@ -152,6 +185,7 @@ typedef struct VecQuery
 /* GUCs */
 extern int	archer_vector_ef_search;
 extern int	archer_vector_max_scan_tuples;
+extern int	archer_insert_buffer_max_entries;
 
 /* vec_handler.c */
 extern void archer_vector_am_init(void);
@@ -187,6 +221,8 @@ extern int	vec_random_level(int m);
 extern void vec_read_meta(Relation index, VecMetaPageData *meta);
 extern VecNodeHeader *vec_page_node(Relation index, Page page, BlockNumber blkno,
 									OffsetNumber offnum, const VecIndexInfo *info);
+extern VecNodeHeader *vec_page_entry(Relation index, Page page, BlockNumber blkno,
+									 OffsetNumber offnum, const VecIndexInfo *info);
 
 /* vec_search.c: graph search over the pages */
 typedef struct VecCandidate
@@ -243,10 +279,22 @@ extern int	vec_write_quantizer_pages(Relation index, const float *min,
 extern void vec_init_meta_page(Page page, const VecIndexInfo *info, int quantizer_pages);
 
 /* vec_insert.c */
+extern void vec_insert_node(Relation index, const VecIndexInfo *info, const VecNodeHeader *src,
+							const float *x, ItemPointer entry);
 extern bool vec_insert(Relation index, Datum *values, bool *isnull,
 					   ItemPointer ht_ctid, Relation heap,
 					   IndexUniqueCheck checkUnique, bool indexUnchanged,
 					   IndexInfo *indexInfo);
+
+/* vec_buffer.c: the insert buffer */
+typedef void (*VecBufferEntryCallback) (const VecNodeHeader *entry, void *arg);
+
+extern bool vec_insert_buffered(Relation index);
+extern Size vec_buffer_entry_size(const VecIndexInfo *info);
+extern uint32 vec_buffer_append(Relation index, const VecNodeHeader *entry, Size size);
+extern int64 vec_buffer_merge(Relation index);
+extern void vec_buffer_scan(Relation index, const VecIndexInfo *info,
+							VecBufferEntryCallback callback, void *arg);
 
 /* vec_scan.c */
 extern IndexScanDesc vec_beginscan(Relation index, int nkeys, int norderbys);

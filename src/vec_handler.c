@@ -29,6 +29,7 @@ PG_FUNCTION_INFO_V1(archer_vector_handler);
 
 int			archer_vector_ef_search = 40;
 int			archer_vector_max_scan_tuples = 20000;
+int			archer_insert_buffer_max_entries = 2000;
 
 static relopt_kind vec_relopt_kind;
 
@@ -52,6 +53,9 @@ archer_vector_am_init(void)
 	add_int_reloption(vec_relopt_kind, "ef_construction",
 					  "Width of the neighbour search while building the graph",
 					  VEC_DEFAULT_EF_CONSTRUCTION, 4, 1000, AccessExclusiveLock);
+	add_bool_reloption(vec_relopt_kind, "insert_buffer",
+					   "Inserts append to an insert buffer, merged into the graph in batches",
+					   false, AccessExclusiveLock);
 	add_string_reloption(vec_relopt_kind, "quantization",
 						 "How node vectors are stored: sq8 (8-bit scalar quantization)",
 						 "sq8", validate_quantization, AccessExclusiveLock);
@@ -65,6 +69,11 @@ archer_vector_am_init(void)
 							"Filtered queries keep the scan going until enough rows pass the filter; this bounds the work.",
 							&archer_vector_max_scan_tuples, 20000, 1, INT_MAX,
 							PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("archer.insert_buffer_max_entries",
+							"Entries an archer insert buffer holds before the inserting session merges it.",
+							"Scans read every buffered entry, so a larger buffer makes inserts cheaper and queries dearer.",
+							&archer_insert_buffer_max_entries, 2000, 1, INT_MAX,
+							PGC_USERSET, 0, NULL, NULL, NULL);
 }
 
 static bytea *
@@ -74,6 +83,7 @@ vec_options(Datum reloptions, bool validate)
 		{"m", RELOPT_TYPE_INT, offsetof(VecOptions, m)},
 		{"ef_construction", RELOPT_TYPE_INT, offsetof(VecOptions, ef_construction)},
 		{"quantization", RELOPT_TYPE_STRING, offsetof(VecOptions, quantization_offset)},
+		{"insert_buffer", RELOPT_TYPE_BOOL, offsetof(VecOptions, insert_buffer)},
 	};
 
 	return (bytea *) build_reloptions(reloptions, validate, vec_relopt_kind,

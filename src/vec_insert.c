@@ -10,7 +10,9 @@
  * entry point; then add a back link on each neighbour, one record per
  * neighbour page.  A neighbour whose list is full keeps its nearest links:
  * the stored link distances make that decision without reading other
- * pages.
+ * pages.  An index WITH (insert_buffer = on) appends the row's node to its
+ * insert buffer instead (vec_buffer.c), and merges the buffer once it
+ * holds archer.insert_buffer_max_entries entries (if no other merge runs).
  *
  *-------------------------------------------------------------------------
  */
@@ -72,16 +74,42 @@ find_links(Relation index, const VecIndexInfo *info, const VecQuery *query,
 }
 
 /*
+ * Within a WAL record being built: mark the buffer entry at entry merged
+ * and count it out of the meta page (registered by the caller).  Returns
+ * the entry's buffer, exclusively locked, for the caller to release after
+ * GenericXLogFinish.
+ */
+static Buffer
+mark_entry_merged(Relation index, const VecIndexInfo *info, GenericXLogState *state,
+				  VecMetaPageData *meta, ItemPointer entry)
+{
+	BlockNumber blkno = ItemPointerGetBlockNumber(entry);
+	Buffer		buf = archer_read_page(index, blkno, BUFFER_LOCK_EXCLUSIVE, ARCHER_VEC_PAGE_ID);
+	Page		page = GenericXLogRegisterBuffer(state, buf, 0);
+	VecNodeHeader *node;
+
+	node = vec_page_entry(index, page, blkno, ItemPointerGetOffsetNumber(entry), info);
+	if (node->flags & VEC_NODE_MERGED)
+		elog(ERROR, "archer_vector: buffer entry (%u,%u) is already merged",
+			 blkno, ItemPointerGetOffsetNumber(entry));
+	node->flags |= VEC_NODE_MERGED;
+	meta->buffer_entries--;
+	return buf;
+}
+
+/*
  * Place the node tuple on the insert page or a new one and update the meta
  * page, in one WAL record; returns the node's TID.
  */
 static ItemPointerData
-place_node(Relation index, VecNodeHeader *node, Size size, bool new_entry)
+place_node(Relation index, const VecIndexInfo *info, VecNodeHeader *node, Size size,
+		   bool new_entry, ItemPointer entry)
 {
 	Buffer		metabuf = archer_read_page(index, ARCHER_META_BLKNO, BUFFER_LOCK_EXCLUSIVE,
 										   ARCHER_VEC_PAGE_ID);
 	VecMetaPageData *meta = VecPageGetMeta(BufferGetPage(metabuf));
 	Buffer		buf = InvalidBuffer;
+	Buffer		entrybuf = InvalidBuffer;
 	bool		fresh = false;
 	GenericXLogState *state;
 	Page		page;
@@ -123,7 +151,11 @@ place_node(Relation index, VecNodeHeader *node, Size size, bool new_entry)
 		meta->entry = tid;
 		meta->entry_level = node->level;
 	}
+	if (entry != NULL)
+		entrybuf = mark_entry_merged(index, info, state, meta, entry);
 	GenericXLogFinish(state);
+	if (BufferIsValid(entrybuf))
+		UnlockReleaseBuffer(entrybuf);
 	UnlockReleaseBuffer(buf);
 	UnlockReleaseBuffer(metabuf);
 	return tid;
@@ -182,7 +214,7 @@ find_reusable_node(Relation index, const VecIndexInfo *info, ItemPointer tid, in
  */
 static void
 reuse_node(Relation index, const VecIndexInfo *info, VecNodeHeader *node, Size size,
-		   ItemPointer tid, bool new_entry)
+		   ItemPointer tid, bool new_entry, ItemPointer entry)
 {
 	BlockNumber blkno = ItemPointerGetBlockNumber(tid);
 	Buffer		metabuf = archer_read_page(index, ARCHER_META_BLKNO, BUFFER_LOCK_EXCLUSIVE,
@@ -192,6 +224,7 @@ reuse_node(Relation index, const VecIndexInfo *info, VecNodeHeader *node, Size s
 	VecMetaPageData *meta = VecPageGetMeta(GenericXLogRegisterBuffer(state, metabuf, 0));
 	Page		page = GenericXLogRegisterBuffer(state, buf, 0);
 	VecNodeHeader *old = vec_page_node(index, page, blkno, ItemPointerGetOffsetNumber(tid), info);
+	Buffer		entrybuf = InvalidBuffer;
 	bool		more = false;
 
 	if (!(old->flags & VEC_NODE_DELETED) || old->level != node->level)
@@ -206,7 +239,11 @@ reuse_node(Relation index, const VecIndexInfo *info, VecNodeHeader *node, Size s
 	}
 	for (OffsetNumber off = FirstOffsetNumber; off <= PageGetMaxOffsetNumber(page) && !more; off++)
 		more = (vec_page_node(index, page, blkno, off, info)->flags & VEC_NODE_DELETED) != 0;
+	if (entry != NULL)
+		entrybuf = mark_entry_merged(index, info, state, meta, entry);
 	GenericXLogFinish(state);
+	if (BufferIsValid(entrybuf))
+		UnlockReleaseBuffer(entrybuf);
 	UnlockReleaseBuffer(buf);
 	UnlockReleaseBuffer(metabuf);
 	if (!more)
@@ -368,11 +405,52 @@ add_back_links(Relation index, const VecIndexInfo *info, const VecLink *links, i
 	}
 }
 
+/* Empty every neighbour slot of a node */
 static void
-insert_vector(Relation index, const float *x, int dim, const Datum *values,
-			  const bool *isnull, ItemPointer heaptid)
+clear_links(VecNodeHeader *node, const VecIndexInfo *info)
 {
-	const VecIndexInfo *info = vec_index_info(index);
+	for (int layer = 0; layer <= node->level; layer++)
+	{
+		int			nslots;
+		VecNeighbor *slots = vec_node_neighbors(node, info->dim, info->m, layer, &nslots);
+
+		for (int i = 0; i < nslots; i++)
+			ItemPointerSetInvalid(&slots[i].tid);
+	}
+}
+
+/*
+ * The node tuple of a new row at a level, without links: what an insert
+ * places in the graph (any level) or appends to the insert buffer (level 0).
+ */
+static VecNodeHeader *
+new_node(const VecIndexInfo *info, const float *x, const Datum *values, const bool *isnull,
+		 ItemPointer heaptid, int level)
+{
+	VecNodeHeader *node = palloc0(vec_node_size(info, level));
+	int64		filters[VEC_MAX_FILTERS];
+
+	node->heaptid = *heaptid;
+	node->level = level;
+	vec_encode(info, x, vec_node_code(node), &node->error, &node->norm, &node->flags);
+	vec_filter_values(info, values, isnull, filters, &node->flags);
+	vec_node_set_filters(node, info, filters);
+	clear_links(node, info);
+	return node;
+}
+
+/*
+ * Link a node into the graph: src holds its heap TID, code, error and
+ * filter values (a new_node() or an insert buffer entry, any level), x the
+ * vector its neighbours are searched for.  The node takes a random level,
+ * or the level of a deleted node it overwrites.  With entry, the insert
+ * buffer entry it comes from is marked merged in the record that places
+ * it.  The caller holds VEC_INSERT_LOCK.
+ */
+void
+vec_insert_node(Relation index, const VecIndexInfo *info, const VecNodeHeader *src,
+				const float *x, ItemPointer entry)
+{
 	VecMetaPageData meta;
 	Size		size;
 	VecNodeHeader *node;
@@ -384,30 +462,22 @@ insert_vector(Relation index, const float *x, int dim, const Datum *values,
 	ItemPointerData tid;
 	bool		reuse;
 
-	if (info->dim == 0)
-	{
-		initialize_empty_index(index, x, dim);
-		info = vec_index_info(index);
-	}
 	/* a reused node keeps its level: levels are drawn alike, and its size stays */
 	reuse = find_reusable_node(index, info, &tid, &level);
 	while (level > 0 && vec_node_size(info, level) > (Size) ARCHER_PAGE_CAPACITY_BYTES - 64)
 		level--;
 	size = vec_node_size(info, level);
 	node = palloc0(size);
-	node->heaptid = *heaptid;
+	node->heaptid = src->heaptid;
 	node->level = level;
-	vec_encode(info, x, vec_node_code(node), &node->error, &node->norm, &node->flags);
-	vec_filter_values(info, values, isnull, filters, &node->flags);
+	node->flags = src->flags & ~(VEC_NODE_MERGED | VEC_NODE_DELETED);
+	node->error = src->error;
+	node->norm = src->norm;
+	memcpy(vec_node_code(node), vec_node_code((VecNodeHeader *) src), info->dim);
+	for (int i = 0; i < info->nfilters; i++)
+		(void) vec_node_filter(src, info, i, &filters[i]);
 	vec_node_set_filters(node, info, filters);
-	for (int layer = 0; layer <= level; layer++)
-	{
-		int			nslots;
-		VecNeighbor *slots = vec_node_neighbors(node, info->dim, info->m, layer, &nslots);
-
-		for (int i = 0; i < nslots; i++)
-			ItemPointerSetInvalid(&slots[i].tid);
-	}
+	clear_links(node, info);
 
 	vec_read_meta(index, &meta);
 	links = palloc(sizeof(VecLink) * (2 * info->m + level * info->m));
@@ -430,10 +500,10 @@ insert_vector(Relation index, const float *x, int dim, const Datum *values,
 
 	if (reuse)
 		reuse_node(index, info, node, size, &tid,
-				   !ItemPointerIsValid(&meta.entry) || level > meta.entry_level);
+				   !ItemPointerIsValid(&meta.entry) || level > meta.entry_level, entry);
 	else
-		tid = place_node(index, node, size,
-						 !ItemPointerIsValid(&meta.entry) || level > meta.entry_level);
+		tid = place_node(index, info, node, size,
+						 !ItemPointerIsValid(&meta.entry) || level > meta.entry_level, entry);
 	add_back_links(index, info, links, nlinks, &tid, vec_node_code(node));
 }
 
@@ -444,6 +514,7 @@ vec_insert(Relation index, Datum *values, bool *isnull, ItemPointer ht_ctid,
 {
 	MemoryContext cxt;
 	MemoryContext oldcxt;
+	const VecIndexInfo *info;
 	const float *x;
 	int			dim;
 
@@ -454,11 +525,33 @@ vec_insert(Relation index, Datum *values, bool *isnull, ItemPointer ht_ctid,
 	cxt = AllocSetContextCreate(CurrentMemoryContext, "archer_vector insert",
 								ALLOCSET_DEFAULT_SIZES);
 	oldcxt = MemoryContextSwitchTo(cxt);
-	LockPage(index, VEC_INSERT_LOCK, ExclusiveLock);
-	x = vec_datum_values(vec_index_info(index), values[0], &dim);
+	info = vec_index_info(index);
+	x = vec_datum_values(info, values[0], &dim);
 	archer_vector_check_finite(x, dim);
-	insert_vector(index, x, dim, values, isnull, ht_ctid);
-	UnlockPage(index, VEC_INSERT_LOCK, ExclusiveLock);
+	if (info->dim > 0 && vec_insert_buffered(index))
+	{
+		/* an append; the graph work waits for a merge */
+		uint32		waiting = vec_buffer_append(index, new_node(info, x, values, isnull, ht_ctid, 0),
+												vec_buffer_entry_size(info));
+
+		if (waiting >= (uint32) archer_insert_buffer_max_entries &&
+			ConditionalLockPage(index, VEC_INSERT_LOCK, ExclusiveLock))
+		{
+			(void) vec_buffer_merge(index);
+			UnlockPage(index, VEC_INSERT_LOCK, ExclusiveLock);
+		}
+	}
+	else
+	{
+		LockPage(index, VEC_INSERT_LOCK, ExclusiveLock);
+		if (info->dim == 0)
+		{
+			initialize_empty_index(index, x, dim);
+			info = vec_index_info(index);
+		}
+		vec_insert_node(index, info, new_node(info, x, values, isnull, ht_ctid, 0), x, NULL);
+		UnlockPage(index, VEC_INSERT_LOCK, ExclusiveLock);
+	}
 	MemoryContextSwitchTo(oldcxt);
 	MemoryContextDelete(cxt);
 	return false;

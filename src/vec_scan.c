@@ -21,6 +21,9 @@
  * the graph search runs dry, one pass over the node pages adds whatever it
  * could not reach, so a selective filter still fills its LIMIT.
  *
+ * The insert buffer's entries (vec_buffer.c) are read first, all of them,
+ * into the found set: they compete with the graph's nodes in every round.
+ *
  * Each returned row carries a lower bound of its exact distance
  * (xs_recheckorderby): the executor computes the exact distance from the
  * heap row and reorders, so rows come back in exact order (late nodes
@@ -47,6 +50,7 @@ typedef struct VecFound
 	ItemPointerData heaptid;
 	bool		returned;		/* handed out, or held back as late */
 	bool		late;			/* found after a row with a higher bound was returned */
+	bool		buffered;		/* an insert buffer entry, not a graph node */
 } VecFound;
 
 /*
@@ -74,6 +78,11 @@ typedef struct VecScanOpaqueData
 	VecFilterKey *keys;			/* conditions on filter columns, all must hold */
 	int			nkeys;
 	bool		unsatisfiable;	/* a condition compares with NULL */
+
+	VecVisited	buffered;		/* heap TIDs of the insert buffer entries read */
+	int			nbuffered;
+	ItemPointerData *buffered_tids; /* null_query: those heap TIDs, in order */
+	int			buffered_pos;
 
 	VecHeap		candidates;		/* min-heap of nodes to expand */
 	VecVisited	visited;
@@ -208,6 +217,8 @@ vec_rescan(IndexScanDesc scan, ScanKey keys, int nkeys, ScanKey orderbys, int no
 	so->swept = false;
 	so->nfound = so->maxfound = so->nready = so->ready_pos = 0;
 	so->draining = false;
+	so->nbuffered = so->buffered_pos = 0;
+	so->buffered_tids = NULL;
 	so->found = NULL;
 	so->ready = NULL;
 	so->nreturned = 0;
@@ -235,9 +246,54 @@ add_found(VecScanOpaque so, float distance, const VecNodeHeader *header)
 	found->heaptid = header->heaptid;
 	found->returned = false;
 	found->late = false;
+	found->buffered = false;
 }
 
-/* Set up the search: read the query, descend to layer 0 */
+/* A graph node whose row the scan already met as an insert buffer entry */
+static bool
+in_buffer(VecScanOpaque so, const VecNodeHeader *node)
+{
+	return so->nbuffered > 0 && vec_visited_contains(&so->buffered, (ItemPointer) &node->heaptid);
+}
+
+static void
+buffer_entry_found(const VecNodeHeader *entry, void *arg)
+{
+	VecScanOpaque so = (VecScanOpaque) arg;
+
+	if (!node_matches(so, entry) || !vec_visited_add(&so->buffered, (ItemPointer) &entry->heaptid))
+		return;
+	so->nbuffered++;
+	if (so->null_query)
+	{
+		so->buffered_tids = so->buffered_tids ?
+			repalloc(so->buffered_tids, sizeof(ItemPointerData) * so->nbuffered) :
+			palloc(sizeof(ItemPointerData) * so->nbuffered);
+		so->buffered_tids[so->nbuffered - 1] = entry->heaptid;
+	}
+	else
+	{
+		add_found(so, vec_query_distance(&so->query, vec_node_code((VecNodeHeader *) entry)), entry);
+		so->found[so->nfound - 1].buffered = true;
+	}
+}
+
+/*
+ * The insert buffer's entries, all of them (they have no links to search
+ * by): found, with their distances, before the graph search starts.  Graph
+ * nodes of the same rows (merged meanwhile) are skipped later.
+ */
+static void
+read_insert_buffer(IndexScanDesc scan, const VecMetaPageData *meta)
+{
+	VecScanOpaque so = (VecScanOpaque) scan->opaque;
+
+	vec_visited_init(&so->buffered, 64);
+	if (BlockNumberIsValid(meta->buffer_head))
+		vec_buffer_scan(scan->indexRelation, so->info, buffer_entry_found, so);
+}
+
+/* Set up the search: read the query and the insert buffer, descend to layer 0 */
 static void
 start_search(IndexScanDesc scan)
 {
@@ -253,7 +309,8 @@ start_search(IndexScanDesc scan)
 
 	so->started = true;
 	vec_read_meta(index, &meta);
-	if (!ItemPointerIsValid(&meta.entry) || so->info->dim == 0 || so->unsatisfiable)
+	if (so->info->dim == 0 || so->unsatisfiable ||
+		(!ItemPointerIsValid(&meta.entry) && !BlockNumberIsValid(meta.buffer_head)))
 	{
 		so->done = true;
 		MemoryContextSwitchTo(oldcxt);
@@ -263,19 +320,24 @@ start_search(IndexScanDesc scan)
 	archer_vector_check_finite(q, dim);
 	vec_query_init(&so->query, so->info, q);
 
-	entry.tid = meta.entry;
-	entry.distance = vec_node_distance(index, so->info, &so->query, &entry.tid, &header);
-	for (int layer = meta.entry_level; layer > 0; layer--)
-		(void) vec_search_layer(index, so->info, &so->query, &entry, 1, 1, layer, &entry);
-
 	vec_heap_init(&so->candidates, 1024, 1);
 	vec_visited_init(&so->visited, 4096);
-	(void) vec_visited_add(&so->visited, &entry.tid);
-	vec_heap_push(&so->candidates, &entry);
-	vec_batch_distances(index, so->info, &so->query, &entry.tid, 1, &entry.distance, &header,
-						so->nkeys > 0 ? filters : NULL);
-	if (!(header.flags & VEC_NODE_DELETED) && filters_match(so, header.flags, filters))
-		add_found(so, entry.distance, &header);
+	read_insert_buffer(scan, &meta);
+	if (ItemPointerIsValid(&meta.entry))
+	{
+		entry.tid = meta.entry;
+		entry.distance = vec_node_distance(index, so->info, &so->query, &entry.tid, &header);
+		for (int layer = meta.entry_level; layer > 0; layer--)
+			(void) vec_search_layer(index, so->info, &so->query, &entry, 1, 1, layer, &entry);
+
+		(void) vec_visited_add(&so->visited, &entry.tid);
+		vec_heap_push(&so->candidates, &entry);
+		vec_batch_distances(index, so->info, &so->query, &entry.tid, 1, &entry.distance, &header,
+							so->nkeys > 0 ? filters : NULL);
+		if (!(header.flags & VEC_NODE_DELETED) && filters_match(so, header.flags, filters) &&
+			!in_buffer(so, &header))
+			add_found(so, entry.distance, &header);
+	}
 	so->width = Max(archer_vector_ef_search, 1);
 	MemoryContextSwitchTo(oldcxt);
 }
@@ -315,10 +377,18 @@ run_round(IndexScanDesc scan)
 	int64	   *filters = palloc(sizeof(int64) * VEC_MAX_FILTERS * 2 * info->m);
 	float		limit;
 
+	/*
+	 * The result set is the graph's: buffer entries, all found up front,
+	 * would otherwise stop the graph search before it starts.  They are
+	 * returned with the graph nodes within the result set's distance.
+	 */
 	vec_heap_init(&best, so->width + 1, -1);
 	for (int i = 0; i < so->nfound; i++)
 	{
 		VecCandidate c;
+
+		if (so->found[i].buffered)
+			continue;
 
 		c.distance = so->found[i].distance;
 		ItemPointerSet(&c.tid, 0, 1);
@@ -350,7 +420,8 @@ run_round(IndexScanDesc scan)
 			vec_heap_push(&so->candidates, &next);
 			/* the search walks through nodes the filter keys reject, but never returns them */
 			if ((headers[i].flags & VEC_NODE_DELETED) ||
-				!filters_match(so, headers[i].flags, &filters[i * VEC_MAX_FILTERS]))
+				!filters_match(so, headers[i].flags, &filters[i * VEC_MAX_FILTERS]) ||
+				in_buffer(so, &headers[i]))
 				continue;
 			add_found(so, next.distance, &headers[i]);
 			if (next.distance < result_set_limit(so, &best))
@@ -419,7 +490,7 @@ sweep_unvisited(IndexScanDesc scan)
 
 				ItemPointerSet(&tid, blkno, off);
 				if ((node->flags & VEC_NODE_DELETED) || !vec_visited_add(&so->visited, &tid) ||
-					!node_matches(so, node))
+					!node_matches(so, node) || in_buffer(so, node))
 					continue;
 				add_found(so, vec_query_distance(&so->query, vec_node_code(node)), node);
 			}
@@ -478,7 +549,10 @@ ready_late_nodes(IndexScanDesc scan)
 	qsort_arg(so->ready, so->nready, sizeof(int), found_bound_cmp, so->found);
 }
 
-/* With a NULL query every distance is NULL: return every node, in page order */
+/*
+ * With a NULL query every distance is NULL: return every row, the insert
+ * buffer's first, then the graph's in page order
+ */
 static bool
 next_any_node(IndexScanDesc scan, ItemPointer heaptid)
 {
@@ -488,9 +562,21 @@ next_any_node(IndexScanDesc scan, ItemPointer heaptid)
 
 	if (!so->started)
 	{
+		VecMetaPageData meta;
+		MemoryContext oldcxt = MemoryContextSwitchTo(so->scancxt);
+
 		so->started = true;
 		so->walk_blkno = ARCHER_META_BLKNO + 1;
 		so->walk_offnum = FirstOffsetNumber;
+		vec_read_meta(index, &meta);
+		read_insert_buffer(scan, &meta);
+		MemoryContextSwitchTo(oldcxt);
+	}
+	/* the insert buffer's rows first, then the graph's others */
+	if (so->buffered_pos < so->nbuffered)
+	{
+		*heaptid = so->buffered_tids[so->buffered_pos++];
+		return true;
 	}
 	while (so->walk_blkno < nblocks)
 	{
@@ -514,7 +600,7 @@ next_any_node(IndexScanDesc scan, ItemPointer heaptid)
 				if (!ItemIdIsNormal(itemid))
 					continue;
 				node = vec_page_node(index, page, so->walk_blkno, so->walk_offnum - 1, so->info);
-				if ((node->flags & VEC_NODE_DELETED) || !node_matches(so, node))
+				if ((node->flags & VEC_NODE_DELETED) || !node_matches(so, node) || in_buffer(so, node))
 					continue;
 				*heaptid = node->heaptid;
 				UnlockReleaseBuffer(buf);

@@ -438,25 +438,44 @@ vec_code_distance(const VecIndexInfo *info, const uint8 *a, const uint8 *b)
 	}
 }
 
-/* The node tuple at (blkno, offnum) of a locked page, validated */
-VecNodeHeader *
-vec_page_node(Relation index, Page page, BlockNumber blkno, OffsetNumber offnum,
-			  const VecIndexInfo *info)
+/* The tuple at (blkno, offnum) of a locked page of the given kind, validated */
+static VecNodeHeader *
+page_tuple(Relation index, Page page, BlockNumber blkno, OffsetNumber offnum,
+		   const VecIndexInfo *info, uint8 page_flag)
 {
 	ItemId		itemid;
 	VecNodeHeader *node;
 
-	if (!(ArcherPageGetOpaque(page)->flags & ARCHER_PAGE_NODES) ||
+	if (!(ArcherPageGetOpaque(page)->flags & page_flag) ||
 		offnum < FirstOffsetNumber || offnum > PageGetMaxOffsetNumber(page))
-		archer_corrupted(index, blkno, "A link points to a missing node.");
+		archer_corrupted(index, blkno, page_flag == ARCHER_PAGE_NODES ?
+						 "A link points to a missing node." :
+						 "An insert buffer entry is missing.");
 	itemid = PageGetItemId(page, offnum);
 	if (!ItemIdIsNormal(itemid))
 		archer_corrupted(index, blkno, "A link points to an unused line pointer.");
 	node = (VecNodeHeader *) PageGetItem(page, itemid);
 	if (node->level >= VEC_MAX_LAYERS ||
+		(page_flag == ARCHER_PAGE_BUFFER && node->level != 0) ||
 		ItemIdGetLength(itemid) != vec_node_size(info, node->level))
 		archer_corrupted(index, blkno, "A node tuple has the wrong size.");
 	return node;
+}
+
+/* The graph node at (blkno, offnum) of a locked node page, validated */
+VecNodeHeader *
+vec_page_node(Relation index, Page page, BlockNumber blkno, OffsetNumber offnum,
+			  const VecIndexInfo *info)
+{
+	return page_tuple(index, page, blkno, offnum, info, ARCHER_PAGE_NODES);
+}
+
+/* The insert buffer entry at (blkno, offnum) of a locked buffer page, validated */
+VecNodeHeader *
+vec_page_entry(Relation index, Page page, BlockNumber blkno, OffsetNumber offnum,
+			   const VecIndexInfo *info)
+{
+	return page_tuple(index, page, blkno, offnum, info, ARCHER_PAGE_BUFFER);
 }
 
 /*

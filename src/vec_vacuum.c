@@ -5,6 +5,8 @@
  *	  graph around them.
  *
  * Under the insert lock (inserts wait; scans go on):
+ *	0. merge the insert buffer into the graph (vec_buffer.c), so that the
+ *	   rows it held are deleted like any other;
  *	1. mark the node of every dead row deleted (one WAL record per page);
  *	2. for every live node linking to a deleted one, rebuild that layer's
  *	   links from its remaining links and the deleted neighbours' links,
@@ -313,6 +315,7 @@ vec_bulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 	vinfo = vec_index_info(index);
 	if (vinfo->dim > 0)
 	{
+		(void) vec_buffer_merge(index);
 		vec_visited_init(&deleted, 1024);
 		ndeleted = mark_deleted(index, vinfo, info, callback, callback_state, &deleted, &nlive);
 		if (deleted.count > 0)
@@ -325,18 +328,25 @@ vec_bulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 	return stats;
 }
 
+/*
+ * After a VACUUM that deleted nothing: the insert buffer is merged all the
+ * same (VACUUM is one of the times a buffer gets merged without a worker).
+ */
 IndexBulkDeleteResult *
 vec_vacuumcleanup(IndexVacuumInfo *info, IndexBulkDeleteResult *stats)
 {
+	VecMetaPageData meta;
+
 	if (info->analyze_only)
 		return stats;
 	if (stats == NULL)
 	{
-		VecMetaPageData meta;
-
+		LockPage(info->index, VEC_INSERT_LOCK, ExclusiveLock);
+		(void) vec_buffer_merge(info->index);
+		UnlockPage(info->index, VEC_INSERT_LOCK, ExclusiveLock);
 		vec_read_meta(info->index, &meta);
 		stats = palloc0(sizeof(IndexBulkDeleteResult));
-		stats->num_index_tuples = meta.nnodes - meta.ndeleted;
+		stats->num_index_tuples = meta.nnodes - meta.ndeleted + meta.buffer_entries;
 		stats->num_pages = RelationGetNumberOfBlocks(info->index);
 	}
 	return stats;

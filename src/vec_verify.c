@@ -38,11 +38,60 @@ typedef struct VecVerifyState
 	const VecIndexInfo *info;
 	VecVisited	live;			/* live nodes */
 	VecVisited	deleted;		/* deleted nodes */
-	VecVisited	heaptids;		/* heap TIDs of live nodes */
+	VecVisited	heaptids;		/* heap TIDs of live nodes and buffer entries */
 	int64		nlive;
+	int64		nbuffered;		/* insert buffer entries not merged yet */
 } VecVerifyState;
 
-/* Pass 1: page and node checks; collect live and deleted nodes */
+/* The insert buffer entries of a buffer page not merged yet count as live rows */
+static void
+collect_buffer_entries(VecVerifyState *state, Page page, BlockNumber blkno)
+{
+	for (OffsetNumber off = FirstOffsetNumber; off <= PageGetMaxOffsetNumber(page); off++)
+	{
+		VecNodeHeader *entry = vec_page_entry(state->index, page, blkno, off, state->info);
+
+		if (entry->flags & VEC_NODE_MERGED)
+			continue;
+		if (!ItemPointerIsValid(&entry->heaptid))
+			archer_corrupted(state->index, blkno, "An insert buffer entry holds an invalid heap pointer.");
+		(void) vec_visited_add(&state->heaptids, &entry->heaptid);
+		state->nbuffered++;
+	}
+}
+
+/*
+ * The insert buffer chain: from the head, right links through buffer pages
+ * with consecutive serial numbers to the tail, as many as the meta page
+ * counts (writers are locked out)
+ */
+static void
+check_buffer_chain(VecVerifyState *state, const VecMetaPageData *meta)
+{
+	BlockNumber blkno = meta->buffer_head;
+	BlockNumber last = InvalidBlockNumber;
+	uint32		npages = 0;
+	uint64		serial = 0;
+
+	while (BlockNumberIsValid(blkno))
+	{
+		Buffer		buf = archer_read_page(state->index, blkno, BUFFER_LOCK_SHARE, ARCHER_VEC_PAGE_ID);
+		Page		page = BufferGetPage(buf);
+
+		if (!(ArcherPageGetOpaque(page)->flags & ARCHER_PAGE_BUFFER) ||
+			(npages > 0 && VecBufferPageSerial(page) != serial + 1) ||
+			++npages > meta->buffer_pages)
+			archer_corrupted(state->index, blkno, "The insert buffer chain is broken.");
+		serial = VecBufferPageSerial(page);
+		last = blkno;
+		blkno = ArcherPageGetOpaque(page)->rightlink;
+		UnlockReleaseBuffer(buf);
+	}
+	if (npages != meta->buffer_pages || last != meta->buffer_tail)
+		archer_corrupted(state->index, ARCHER_META_BLKNO, "The insert buffer chain does not match the meta page.");
+}
+
+/* Pass 1: page and node checks; collect live and deleted nodes, and buffered rows */
 static void
 collect_nodes(VecVerifyState *state, int quantizer_pages, uint8 *max_level)
 {
@@ -70,6 +119,10 @@ collect_nodes(VecVerifyState *state, int quantizer_pages, uint8 *max_level)
 			if (!(flags & ARCHER_PAGE_QUANTIZER))
 				archer_corrupted(index, blkno, "A quantizer page is missing.");
 		}
+		else if (flags & ARCHER_PAGE_BUFFER)
+			collect_buffer_entries(state, page, blkno);
+		else if (flags & ARCHER_PAGE_DELETED)
+			;					/* a free page */
 		else if (!(flags & ARCHER_PAGE_NODES))
 			archer_corrupted(index, blkno, "A page after the quantizer holds no nodes.");
 		else
@@ -115,6 +168,11 @@ check_links(VecVerifyState *state, int quantizer_pages)
 		if (!BufferIsValid(buf))
 			continue;
 		page = BufferGetPage(buf);
+		if (!(ArcherPageGetOpaque(page)->flags & ARCHER_PAGE_NODES))
+		{
+			UnlockReleaseBuffer(buf);
+			continue;
+		}
 		for (OffsetNumber off = FirstOffsetNumber; off <= PageGetMaxOffsetNumber(page); off++)
 		{
 			VecNodeHeader *node = vec_page_node(index, page, blkno, off, info);
@@ -188,6 +246,9 @@ archer_vector_verify(PG_FUNCTION_ARGS)
 		if (state.nlive > 0 &&
 			(!vec_visited_contains(&state.live, &meta.entry) || meta.entry_level != max_level))
 			archer_corrupted(index, ARCHER_META_BLKNO, "The entry point is not a live node on the top layer.");
+		check_buffer_chain(&state, &meta);
+		if (state.nbuffered != meta.buffer_entries)
+			archer_corrupted(index, ARCHER_META_BLKNO, "The meta page's count of insert buffer entries is wrong.");
 
 		indexInfo = BuildIndexInfo(index);
 		snapshot = RegisterSnapshot(GetTransactionSnapshot());
@@ -198,5 +259,5 @@ archer_vector_verify(PG_FUNCTION_ARGS)
 
 	index_close(index, lockmode);
 	table_close(heap, lockmode);
-	PG_RETURN_INT64(state.nlive);
+	PG_RETURN_INT64(state.nlive + state.nbuffered);
 }

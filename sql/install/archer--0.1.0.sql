@@ -383,4 +383,27 @@ ALTER OPERATOR FAMILY integer_filter_ops USING archer_vector ADD
 
 CREATE FUNCTION archer_vector_verify(index regclass) RETURNS bigint
 	AS 'MODULE_PATHNAME' LANGUAGE C STRICT PARALLEL RESTRICTED;
-COMMENT ON FUNCTION archer_vector_verify(regclass) IS 'checks an archer_vector index; returns its live node count or raises an error';
+COMMENT ON FUNCTION archer_vector_verify(regclass) IS 'checks an archer_vector index; returns the rows it holds (graph nodes and insert buffer entries) or raises an error';
+
+CREATE FUNCTION archer_flush(index regclass) RETURNS bigint
+	AS 'MODULE_PATHNAME' LANGUAGE C STRICT VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION archer_flush(regclass) IS 'merges the insert buffer of an archer index now; returns the entries merged (the index owner only)';
+
+-- The figures of one archer index (from its meta page), and of all of them
+CREATE FUNCTION archer_index_stats(index regclass,
+	OUT access_method text, OUT buffer_entries bigint, OUT buffer_pages bigint,
+	OUT merges bigint, OUT merged_entries bigint, OUT last_merge timestamptz,
+	OUT last_merge_ms float8, OUT tree_height integer, OUT graph_nodes bigint,
+	OUT deleted_nodes bigint, OUT index_pages bigint)
+	AS 'MODULE_PATHNAME' LANGUAGE C STRICT VOLATILE PARALLEL SAFE;
+COMMENT ON FUNCTION archer_index_stats(regclass) IS 'insert buffer, merges and structure figures of an archer index';
+
+CREATE VIEW archer_index_stats AS
+SELECT c.oid::regclass AS index, c.relnamespace::regnamespace AS schema,
+	i.indrelid::regclass AS "table", s.*
+FROM pg_catalog.pg_class c
+JOIN pg_catalog.pg_am a ON a.oid = c.relam
+JOIN pg_catalog.pg_index i ON i.indexrelid = c.oid,
+LATERAL @extschema@.archer_index_stats(c.oid) s
+WHERE a.amname IN ('archer_geo', 'archer_vector') AND c.relkind = 'i';
+COMMENT ON VIEW archer_index_stats IS 'one row per archer index: insert buffer, merges, tree height or graph nodes';

@@ -19,7 +19,7 @@ CREATE EXTENSION IF NOT EXISTS archer;
 LOAD 'archer';
 
 BEGIN;
-SELECT plan(48);
+SELECT plan(52);
 
 -- ---------------------------------------------------------------------------
 -- the avector type
@@ -106,6 +106,10 @@ SELECT is(current_setting('archer.ef_search'), '40', 'archer.ef_search defaults 
 SELECT is(current_setting('archer.vector_max_scan_tuples'), '20000',
           'archer.vector_max_scan_tuples defaults to 20000');
 SELECT throws_ok($$SET archer.ef_search = 0$$, '22023', NULL, 'archer.ef_search must be positive');
+SELECT is(current_setting('archer.insert_buffer_max_entries'), '2000',
+          'archer.insert_buffer_max_entries defaults to 2000');
+SELECT function_returns('public', 'archer_flush', ARRAY['regclass'], 'bigint',
+                        'archer_flush(regclass) returns bigint');
 
 -- ---------------------------------------------------------------------------
 -- indexes, plans, errors
@@ -160,11 +164,16 @@ CREATE INDEX vs_mine_v ON vs_mine USING archer_vector (v);
 SELECT is((SELECT id FROM vs_mine ORDER BY v <-> '[10,-10]' LIMIT 1), 10,
           'a plain role indexes and queries its own table');
 SELECT is(archer_vector_verify('vs_mine_v'), 50::bigint, 'the owner verifies its index');
+ALTER INDEX vs_mine_v SET (insert_buffer = on);
+INSERT INTO vs_mine VALUES (51, '[51,-51]');
+SELECT is(archer_flush('vs_mine_v'), 1::bigint, 'the owner flushes its index''s insert buffer');
 RESET ROLE;
 GRANT SELECT ON vs_mine TO vs_other;
 SET LOCAL ROLE vs_other;
 SELECT throws_ok($$SELECT archer_vector_verify('vs_mine_v')$$, '42501', NULL,
                  'another role cannot verify the index');
+SELECT throws_ok($$SELECT archer_flush('vs_mine_v')$$, '42501', NULL,
+                 'another role cannot flush the index');
 RESET ROLE;
 
 SELECT * FROM finish();

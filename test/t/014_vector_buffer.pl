@@ -1,0 +1,190 @@
+# test/t/014_vector_buffer.pl: the archer_vector insert buffer under
+# concurrency, crashes and replication.
+#
+# 1. Concurrency: pgbench sessions insert into an index WITH
+#    (insert_buffer = on) (so small a buffer that sessions merge it over
+#    and over), others run kNN queries that must return 10 rows, one
+#    flushes: no error; afterwards archer_vector_verify counts exactly the
+#    table's rows (an entry lost or merged twice would show) and answers
+#    match a sequential scan (recall@10 >= 0.95).
+# 2. Crash during a merge: 3 cycles of filling the buffer (1,500 new
+#    vectors), starting
+#    archer_flush() in the background and stopping the server with
+#    'immediate' a random moment later; after each restart every row is
+#    indexed exactly once (verify), answers match a sequential scan, and a
+#    new flush finishes the job.
+# 3. A streaming standby with wal_consistency_checking = 'all' replays
+#    appends, merges and page frees: it answers like the primary, with no
+#    inconsistent page in its log.
+use strict;
+use warnings;
+
+use IPC::Run;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(time usleep);
+
+my $node = PostgreSQL::Test::Cluster->new('vbuffer');
+$node->init(allows_streaming => 1);
+$node->append_conf('postgresql.conf', qq{
+autovacuum = off
+restart_after_crash = off
+wal_consistency_checking = 'all'
+max_wal_size = '1GB'
+});
+$node->start;
+$node->backup('base');
+my $standby = PostgreSQL::Test::Cluster->new('vbuffer_standby');
+$standby->init_from_backup($node, 'base', has_streaming => 1);
+$standby->append_conf('postgresql.conf', "wal_consistency_checking = 'all'");
+$standby->start;
+
+$node->safe_psql('postgres', q{
+CREATE EXTENSION archer;
+SELECT setseed(0.14);
+CREATE TABLE items (id serial PRIMARY KEY, grp int, v avector(16));
+CREATE TABLE seed AS SELECT i AS id, ARRAY(SELECT random() + 0 * i FROM generate_series(1, 16))::avector AS v
+  FROM generate_series(1, 3000) i;
+INSERT INTO items (grp, v) SELECT id % 10, v FROM seed WHERE id <= 1000;
+CREATE INDEX items_v ON items USING archer_vector (v, grp) WITH (insert_buffer = on);
+});
+
+my $INDEX_ONLY = 'SET enable_seqscan = off; SET enable_bitmapscan = off;';
+
+# recall@10 of 50 queries against a sequential scan, and the shortest
+# answer; the table holds many copies of each vector, so a returned row
+# counts when its exact distance is at most the 10th exact distance
+sub recall
+{
+	my $out = $node->safe_psql('postgres', qq{
+$INDEX_ONLY
+CREATE TEMP TABLE answers AS
+SELECT s.id AS qid, ARRAY(SELECT id FROM items ORDER BY v <-> s.v LIMIT 10) AS ids
+FROM seed s WHERE s.id % 60 = 0;
+SET enable_seqscan = on; SET enable_indexscan = off;
+SELECT round(avg(least(10, (SELECT count(*) FROM items i WHERE i.id = ANY (a.ids)
+                             AND i.v <-> s.v <= k.d * (1 + 1e-9)))) / 10.0, 3),
+       min(cardinality(a.ids))
+FROM answers a JOIN seed s ON s.id = a.qid,
+     LATERAL (SELECT max(d) AS d FROM (SELECT v <-> s.v AS d FROM items ORDER BY 1 LIMIT 10) t) k;});
+	return split /\|/, $out;
+}
+
+sub verified
+{
+	my ($label) = @_;
+	my ($ret, $out, $err) = $node->psql('postgres', "SELECT archer_vector_verify('items_v')");
+	is($ret, 0, "$label: archer_vector_verify passes") or diag($err);
+	is($out, $node->safe_psql('postgres', 'SELECT count(*) FROM items'),
+		"$label: the index holds every row exactly once");
+}
+
+# ---------------------------------------------------------------------------
+# 1. concurrency
+# ---------------------------------------------------------------------------
+my $DURATION = 8;
+my %scripts = (
+	insert => q{
+SET archer.insert_buffer_max_entries = 50;
+\set src random(1, 2990)
+INSERT INTO items (grp, v) SELECT id % 10, v FROM seed WHERE id BETWEEN :src AND :src + 3;
+},
+	knn => q{
+\set q random(1, 3000)
+SET enable_seqscan = off;
+SELECT 1 / (CASE WHEN count(*) = 10 THEN 1 ELSE 0 END)
+FROM (SELECT id FROM items WHERE grp = :q % 10 ORDER BY v <-> (SELECT v FROM seed WHERE id = :q) LIMIT 10) s;
+},
+	flush => q{
+SELECT archer_flush('items_v');
+SELECT pg_sleep(0.2);
+},
+);
+my %clients = (insert => 2, knn => 2, flush => 1);
+my $dir = $node->basedir;
+my (%runs, %out, %err);
+for my $name (sort keys %scripts)
+{
+	my $file = "$dir/$name.sql";
+	open(my $fh, '>', $file) or die "could not write $file: $!";
+	print $fh $scripts{$name};
+	close($fh);
+	($out{$name}, $err{$name}) = ('', '');
+	$runs{$name} = IPC::Run::start(
+		[ 'pgbench', '-n', '-T', $DURATION, '-c', $clients{$name}, '-j', 1, '-f', $file,
+		  '-h', $node->host, '-p', $node->port, 'postgres' ],
+		'>', \$out{$name}, '2>', \$err{$name},
+		IPC::Run::timeout($DURATION + $PostgreSQL::Test::Utils::timeout_default));
+}
+for my $name (sort keys %runs)
+{
+	my $ok = eval { $runs{$name}->finish; 1 };
+	is($ok ? $runs{$name}->result(0) : "failed: $@", 0, "pgbench $name exits 0")
+	  or diag("stdout:\n$out{$name}\nstderr:\n$err{$name}");
+	my ($processed) = $out{$name} =~ /actually processed: (\d+)/;
+	note("pgbench $name: " . ($processed // '?') . ' transactions');
+}
+verified('after the concurrent run');
+my ($recall, $shortest) = recall();
+note("after the concurrent run: recall\@10 = $recall");
+cmp_ok($recall, '>=', 0.95, 'after the concurrent run: recall@10 >= 0.95');
+is($shortest, 10, 'after the concurrent run: every query returns 10 rows');
+
+# ---------------------------------------------------------------------------
+# 3 (first half). the standby caught up answers like the primary
+# ---------------------------------------------------------------------------
+$node->safe_psql('postgres', "SELECT archer_flush('items_v')");
+$node->safe_psql('postgres', 'INSERT INTO items (grp, v) SELECT id % 10, v FROM seed WHERE id <= 300');
+$node->wait_for_catchup($standby);
+my $q = "$INDEX_ONLY SELECT string_agg(id::text, ',') FROM (SELECT id FROM items ORDER BY v <-> (SELECT v FROM seed WHERE id = 77) LIMIT 10) s";
+is($standby->safe_psql('postgres', $q), $node->safe_psql('postgres', $q),
+	'the standby answers like the primary (buffered and merged rows)');
+my ($sret, $sout, $serr) = $standby->psql('postgres', "SELECT archer_flush('items_v')");
+like($serr, qr/recovery is in progress/, 'archer_flush on the standby: a clear error');
+
+# ---------------------------------------------------------------------------
+# 2. crash during a merge
+# ---------------------------------------------------------------------------
+srand(14);
+for my $cycle (1 .. 3)
+{
+	$node->safe_psql('postgres', qq{
+INSERT INTO items (grp, v)
+SELECT g % 10, ARRAY(SELECT random() + 0 * g FROM generate_series(1, 16))::avector
+FROM generate_series(1, 1500) g});
+	my ($fout, $ferr) = ('', '');
+	my $flush = IPC::Run::start(
+		[ 'psql', '-X', '-h', $node->host, '-p', $node->port, '-d', 'postgres',
+		  '-c', "SELECT archer_flush('items_v')" ],
+		'>', \$fout, '2>', \$ferr);
+	usleep(int(200_000 + rand(1_500_000)));
+	$node->stop('immediate');
+	eval { $flush->finish; };
+	$node->start;
+	verified("cycle $cycle, after the crash");
+	my ($r, $short) = recall();
+	note("cycle $cycle, after the crash: recall\@10 = $r (flush said: " . ($fout =~ s/\s+/ /gr) . ')');
+	cmp_ok($r, '>=', 0.95, "cycle $cycle, after the crash: recall@10 >= 0.95");
+	is($short, 10, "cycle $cycle, after the crash: every query returns 10 rows");
+	$node->safe_psql('postgres', "SELECT archer_flush('items_v')");
+	verified("cycle $cycle, after a new flush");
+}
+
+# ---------------------------------------------------------------------------
+# 3 (second half). the standby replayed it all consistently
+# ---------------------------------------------------------------------------
+$node->safe_psql('postgres', 'DELETE FROM items WHERE id % 7 = 0');
+$node->safe_psql('postgres', 'INSERT INTO items (grp, v) SELECT id % 10, v FROM seed WHERE id <= 200');
+$node->safe_psql('postgres', 'VACUUM items');
+$node->wait_for_catchup($standby);
+is($standby->safe_psql('postgres', $q), $node->safe_psql('postgres', $q),
+	'after crashes, merges, deletes and VACUUM the standby answers like the primary');
+my @bad = grep { /inconsistent page|PANIC|TRAP:|terminated by signal/ } split /\n/, slurp_file($standby->logfile);
+is(scalar(@bad), 0, 'standby log: no inconsistent page or crash') or diag(join("\n", @bad));
+@bad = grep { /PANIC|TRAP:|terminated by signal 11/ } split /\n/, slurp_file($node->logfile);
+is(scalar(@bad), 0, 'primary log: no PANIC or crash') or diag(join("\n", @bad));
+
+$standby->stop;
+$node->stop;
+done_testing();
