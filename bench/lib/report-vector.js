@@ -57,6 +57,10 @@ for (const level of [0.95, 0.99]) {
 }
 const ins = find('insert', 'archer_vector');
 H('vector.insert.rows_per_s', ins && ins.m.rows_per_s, 'rows/s', 'higher');
+const insBuffered = find('insert', 'buffered');
+H('vector.insert_buffered.rows_per_s', insBuffered && insBuffered.m.rows_per_s, 'rows/s', 'higher');
+const insNone = find('insert', 'none');
+H('vector.insert_no_index.rows_per_s', insNone && insNone.m.rows_per_s, 'rows/s', 'higher', false);
 H('vector.insert.wal_bytes_per_row', ins && ins.m.wal_bytes_per_row, 'B', 'lower');
 H('vector.insert.recall_after', afterIns && afterIns.m.recall, '', 'higher');
 
@@ -102,7 +106,17 @@ table(['configuration', 'selectivity', 'ef_search', 'recall@10', 'avg rows', 'mi
 if (ins) {
 	line('## Inserts');
 	line();
-	line(`${big(ins.m.rows)} rows inserted into a table of ${big(Number(meta.rows) - ins.m.rows)} rows with an \`archer_vector (v)\` index, in batches of ${big(ins.m.batch)} rows (INSERT ... SELECT, one COMMIT each, synchronous_commit=on): ${big(ins.m.rows_per_s)} rows/s, ${big(ins.m.wal_bytes_per_row)} WAL bytes per row. Afterwards archer_vector_verify counts every row; recall@10 at ef_search 40: ${f(afterIns && afterIns.m.recall, 4)}.`);
+	line(`${big(ins.m.rows)} rows inserted into a table of ${big(Number(meta.rows) - ins.m.rows)} rows, in batches of ${big(ins.m.batch)} rows (INSERT ... SELECT, one COMMIT each, synchronous_commit=on). "buffered": the index WITH (insert_buffer = on), appends only (no merge during the run); the merge that follows is timed by archer_flush. Afterwards archer_vector_verify counts every row; recall@10 at ef_search 40 after the direct inserts: ${f(afterIns && afterIns.m.recall, 4)}.`);
+	line();
+	const none = find('insert', 'none'), buffered = find('insert', 'buffered'), flush = find('insert', 'flush');
+	table(['index', 'rows/s', 'WAL bytes/row', 'vs direct'], [
+		['none', big(none && none.m.rows_per_s), big(none && none.m.wal_bytes_per_row), none ? f(none.m.rows_per_s / ins.m.rows_per_s, 1) + 'x' : '–'],
+		['archer_vector, direct', big(ins.m.rows_per_s), big(ins.m.wal_bytes_per_row), '1.0x'],
+		['archer_vector, insert buffer (appends)', big(buffered && buffered.m.rows_per_s), big(buffered && buffered.m.wal_bytes_per_row),
+			buffered ? f(buffered.m.rows_per_s / ins.m.rows_per_s, 1) + 'x' : '–'],
+	]);
+	if (flush)
+		line(`archer_flush then merged ${big(flush.m.entries)} entries in ${f(flush.m.seconds, 1)} s (${big(flush.m.entries_per_s)} entries/s).`);
 	line();
 }
 line('## Conditions');

@@ -125,6 +125,19 @@ BEGIN
 	RETURN result;
 END $$;
 
+-- Merge an index's insert buffer, timed
+CREATE FUNCTION vbench_flush(p_index text) RETURNS jsonb LANGUAGE plpgsql AS $$
+DECLARE
+	t0 timestamptz := clock_timestamp();
+	merged bigint := archer_flush(p_index::regclass);
+	secs float8 := extract(epoch FROM clock_timestamp() - t0);
+	result jsonb := jsonb_build_object('entries', merged, 'seconds', secs,
+									   'entries_per_s', merged / greatest(secs, 1e-6));
+BEGIN
+	INSERT INTO vbench_result (phase, name, m) VALUES ('insert', 'flush', result);
+	RETURN result;
+END $$;
+
 -- Insert the rows of fm_train with id > p_from into fm_ins in batches of
 -- p_batch rows, one transaction each: rows/s and WAL bytes per row
 CREATE PROCEDURE vbench_insert(p_name text, p_from int, p_batch int)
