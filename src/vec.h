@@ -219,6 +219,7 @@ extern int	vec_choose_slot(const float *link_distance, const float *between, int
 extern void vec_reset_levels(void);
 extern int	vec_random_level(int m);
 extern void vec_read_meta(Relation index, VecMetaPageData *meta);
+extern Buffer vec_read_node_page(Relation index, BlockNumber blkno);
 extern VecNodeHeader *vec_page_node(Relation index, Page page, BlockNumber blkno,
 									OffsetNumber offnum, const VecIndexInfo *info);
 extern VecNodeHeader *vec_page_entry(Relation index, Page page, BlockNumber blkno,

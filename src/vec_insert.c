@@ -180,25 +180,21 @@ find_reusable_node(Relation index, const VecIndexInfo *info, ItemPointer tid, in
 		if (blkno == InvalidBlockNumber)
 			return false;
 		buf = blkno < nblocks && blkno != ARCHER_META_BLKNO ?
-			archer_read_page_if_used(index, blkno, BUFFER_LOCK_SHARE, ARCHER_VEC_PAGE_ID) :
-			InvalidBuffer;
+			vec_read_node_page(index, blkno) : InvalidBuffer;
 		if (BufferIsValid(buf))
 		{
 			Page		page = BufferGetPage(buf);
 
-			if (ArcherPageGetOpaque(page)->flags & ARCHER_PAGE_NODES)
+			for (OffsetNumber off = FirstOffsetNumber; off <= PageGetMaxOffsetNumber(page); off++)
 			{
-				for (OffsetNumber off = FirstOffsetNumber; off <= PageGetMaxOffsetNumber(page); off++)
-				{
-					VecNodeHeader *node = vec_page_node(index, page, blkno, off, info);
+				VecNodeHeader *node = vec_page_node(index, page, blkno, off, info);
 
-					if (node->flags & VEC_NODE_DELETED)
-					{
-						ItemPointerSet(tid, blkno, off);
-						*level = node->level;
-						UnlockReleaseBuffer(buf);
-						return true;
-					}
+				if (node->flags & VEC_NODE_DELETED)
+				{
+					ItemPointerSet(tid, blkno, off);
+					*level = node->level;
+					UnlockReleaseBuffer(buf);
+					return true;
 				}
 			}
 			UnlockReleaseBuffer(buf);

@@ -473,27 +473,23 @@ sweep_unvisited(IndexScanDesc scan)
 	so->swept = true;
 	for (BlockNumber blkno = ARCHER_META_BLKNO + 1; blkno < nblocks; blkno++)
 	{
-		Buffer		buf = archer_read_page_if_used(index, blkno, BUFFER_LOCK_SHARE,
-													   ARCHER_VEC_PAGE_ID);
+		Buffer		buf = vec_read_node_page(index, blkno);
 		Page		page;
 
 		CHECK_FOR_INTERRUPTS();
 		if (!BufferIsValid(buf))
 			continue;
 		page = BufferGetPage(buf);
-		if (ArcherPageGetOpaque(page)->flags & ARCHER_PAGE_NODES)
+		for (OffsetNumber off = FirstOffsetNumber; off <= PageGetMaxOffsetNumber(page); off++)
 		{
-			for (OffsetNumber off = FirstOffsetNumber; off <= PageGetMaxOffsetNumber(page); off++)
-			{
-				VecNodeHeader *node = vec_page_node(index, page, blkno, off, so->info);
-				ItemPointerData tid;
+			VecNodeHeader *node = vec_page_node(index, page, blkno, off, so->info);
+			ItemPointerData tid;
 
-				ItemPointerSet(&tid, blkno, off);
-				if ((node->flags & VEC_NODE_DELETED) || !vec_visited_add(&so->visited, &tid) ||
-					!node_matches(so, node) || in_buffer(so, node))
-					continue;
-				add_found(so, vec_query_distance(&so->query, vec_node_code(node)), node);
-			}
+			ItemPointerSet(&tid, blkno, off);
+			if ((node->flags & VEC_NODE_DELETED) || !vec_visited_add(&so->visited, &tid) ||
+				!node_matches(so, node) || in_buffer(so, node))
+				continue;
+			add_found(so, vec_query_distance(&so->query, vec_node_code(node)), node);
 		}
 		UnlockReleaseBuffer(buf);
 	}
@@ -580,8 +576,7 @@ next_any_node(IndexScanDesc scan, ItemPointer heaptid)
 	}
 	while (so->walk_blkno < nblocks)
 	{
-		Buffer		buf = archer_read_page_if_used(index, so->walk_blkno, BUFFER_LOCK_SHARE,
-												   ARCHER_VEC_PAGE_ID);
+		Buffer		buf = vec_read_node_page(index, so->walk_blkno);
 		Page		page;
 
 		if (!BufferIsValid(buf))
@@ -590,22 +585,19 @@ next_any_node(IndexScanDesc scan, ItemPointer heaptid)
 			continue;
 		}
 		page = BufferGetPage(buf);
-		if (ArcherPageGetOpaque(page)->flags & ARCHER_PAGE_NODES)
+		while (so->walk_offnum <= PageGetMaxOffsetNumber(page))
 		{
-			while (so->walk_offnum <= PageGetMaxOffsetNumber(page))
-			{
-				ItemId		itemid = PageGetItemId(page, so->walk_offnum++);
-				VecNodeHeader *node;
+			ItemId		itemid = PageGetItemId(page, so->walk_offnum++);
+			VecNodeHeader *node;
 
-				if (!ItemIdIsNormal(itemid))
-					continue;
-				node = vec_page_node(index, page, so->walk_blkno, so->walk_offnum - 1, so->info);
-				if ((node->flags & VEC_NODE_DELETED) || !node_matches(so, node) || in_buffer(so, node))
-					continue;
-				*heaptid = node->heaptid;
-				UnlockReleaseBuffer(buf);
-				return true;
-			}
+			if (!ItemIdIsNormal(itemid))
+				continue;
+			node = vec_page_node(index, page, so->walk_blkno, so->walk_offnum - 1, so->info);
+			if ((node->flags & VEC_NODE_DELETED) || !node_matches(so, node) || in_buffer(so, node))
+				continue;
+			*heaptid = node->heaptid;
+			UnlockReleaseBuffer(buf);
+			return true;
 		}
 		UnlockReleaseBuffer(buf);
 		so->walk_blkno++;

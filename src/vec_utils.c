@@ -438,6 +438,24 @@ vec_code_distance(const VecIndexInfo *info, const uint8 *a, const uint8 *b)
 	}
 }
 
+/*
+ * Block blkno share-locked if it is a node page, else InvalidBuffer: the
+ * step of every walk over the graph's pages (free, buffer and quantizer
+ * pages, and all-zero blocks a crash left behind, are passed over)
+ */
+Buffer
+vec_read_node_page(Relation index, BlockNumber blkno)
+{
+	Buffer		buf = archer_read_page_if_used(index, blkno, BUFFER_LOCK_SHARE, ARCHER_VEC_PAGE_ID);
+
+	if (BufferIsValid(buf) && !(ArcherPageGetOpaque(BufferGetPage(buf))->flags & ARCHER_PAGE_NODES))
+	{
+		UnlockReleaseBuffer(buf);
+		return InvalidBuffer;
+	}
+	return buf;
+}
+
 /* The tuple at (blkno, offnum) of a locked page of the given kind, validated */
 static VecNodeHeader *
 page_tuple(Relation index, Page page, BlockNumber blkno, OffsetNumber offnum,

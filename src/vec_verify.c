@@ -160,19 +160,13 @@ check_links(VecVerifyState *state, int quantizer_pages)
 
 	for (BlockNumber blkno = ARCHER_META_BLKNO + 1 + quantizer_pages; blkno < nblocks; blkno++)
 	{
-		Buffer		buf = archer_read_page_if_used(index, blkno, BUFFER_LOCK_SHARE,
-													   ARCHER_VEC_PAGE_ID);
+		Buffer		buf = vec_read_node_page(index, blkno);
 		Page		page;
 
 		CHECK_FOR_INTERRUPTS();
 		if (!BufferIsValid(buf))
 			continue;
 		page = BufferGetPage(buf);
-		if (!(ArcherPageGetOpaque(page)->flags & ARCHER_PAGE_NODES))
-		{
-			UnlockReleaseBuffer(buf);
-			continue;
-		}
 		for (OffsetNumber off = FirstOffsetNumber; off <= PageGetMaxOffsetNumber(page); off++)
 		{
 			VecNodeHeader *node = vec_page_node(index, page, blkno, off, info);
