@@ -105,6 +105,24 @@ SELECT count(*) FROM (SELECT id FROM vb_empty ORDER BY v <-> '[0,0,0]' LIMIT 100
 RESET enable_seqscan;
 SELECT archer_flush('vb_empty_v') AS merged;
 
+-- four times as many buffered rows as graph nodes: some lie farther from
+-- the query than the graph's farthest node, and a scan asked for every
+-- row still returns each once (this seed once made rounds widen forever)
+SELECT setseed(0.2);
+SET archer.insert_buffer_max_entries = 100000;
+CREATE TABLE vb_far (id int, v avector(8));
+INSERT INTO vb_far SELECT i, ARRAY(SELECT random() + 0 * i FROM generate_series(1, 8))::avector
+FROM generate_series(1, 500) i;
+CREATE INDEX vb_far_v ON vb_far USING archer_vector (v) WITH (insert_buffer = on);
+INSERT INTO vb_far SELECT i, ARRAY(SELECT random() + 0 * i FROM generate_series(1, 8))::avector
+FROM generate_series(501, 2500) i;
+SELECT buffer_entries FROM archer_index_stats WHERE index = 'vb_far_v'::regclass;
+SET enable_seqscan = off;
+SELECT count(*) AS nrows, count(DISTINCT id) AS distinct_rows
+FROM (SELECT id FROM vb_far ORDER BY v <-> '[0.5,0.5,0.5,0.5,0.5,0.5,0.5,0.5]' LIMIT 3000) s;
+RESET enable_seqscan;
+RESET archer.insert_buffer_max_entries;
+
 -- archer_flush on other relations
 CREATE TABLE vb_geo (p point);
 CREATE INDEX vb_geo_p ON vb_geo USING archer_geo (p);
@@ -116,5 +134,5 @@ CREATE INDEX vb_btree ON vb (id, grp);
 SELECT archer_flush('vb_btree');
 SELECT * FROM archer_index_stats('vb_btree');
 
-DROP TABLE vb, vb_queries, vb_empty, vb_geo;
+DROP TABLE vb, vb_queries, vb_empty, vb_far, vb_geo;
 DROP FUNCTION vb_check;

@@ -382,7 +382,8 @@ run_round(IndexScanDesc scan)
 	 * would otherwise stop the graph search before it starts.  They are
 	 * returned with the graph nodes within the result set's distance.
 	 */
-	vec_heap_init(&best, so->width + 1, -1);
+	/* it grows as needed: the width may be far beyond the nodes there are */
+	vec_heap_init(&best, Min(so->width, so->nfound + 1024) + 1, -1);
 	for (int i = 0; i < so->nfound; i++)
 	{
 		VecCandidate c;
@@ -440,12 +441,13 @@ run_round(IndexScanDesc scan)
 	 * of the result set, and a late node nearer than a row already
 	 * returned is held back.  The first round returns its whole result set,
 	 * as HNSW does: most queries need no second round.  Once the search
-	 * cannot expand any more, the whole result set is ready.
+	 * cannot expand any more, everything found is ready.
 	 */
 	if (so->candidates.count > 0 && so->nreturned > 0)
 		while (best.count > Max(so->width / 2, 1))
 			(void) vec_heap_pop(&best);
-	limit = best.count > 0 ? best.items[0].distance : FLT_MAX;
+	/* buffer entries beyond the graph's farthest node are ready too */
+	limit = so->candidates.count > 0 ? best.items[0].distance : FLT_MAX;
 	so->ready = MemoryContextAlloc(so->scancxt, sizeof(int) * Max(so->nfound, 1));
 	so->nready = 0;
 	for (int i = 0; i < so->nfound; i++)
