@@ -154,7 +154,9 @@ cmp_ok($stats{inserted}, '>', 100, 'the inserts ran');
 cmp_ok($stats{deleted}, '>', 20, 'the deletes ran');
 
 # the last VACUUM: nodes of deleted rows go, one live node per row remains
-$node->safe_psql('postgres', 'VACUUM items');
+# (INDEX_CLEANUP ON: with few dead rows a plain VACUUM may bypass the
+# index pass, leaving the nodes of dead rows for a later VACUUM)
+$node->safe_psql('postgres', 'VACUUM (INDEX_CLEANUP ON) items');
 my $rows = $node->safe_psql('postgres', 'SELECT count(*) FROM items');
 for my $index ('items_v', 'items_a')
 {
