@@ -8,6 +8,9 @@ OBJS = \
 	src/archer.o \
 	src/archer_stats.o \
 	src/storage.o \
+	src/insert_buffer.o \
+	src/merge.o \
+	src/worker.o \
 	src/s2cell.o \
 	src/georegion.o \
 	src/geo_types.o \
@@ -15,6 +18,7 @@ OBJS = \
 	src/geo_handler.o \
 	src/geo_tree.o \
 	src/geo_build.o \
+	src/geo_buffer.o \
 	src/geo_insert.o \
 	src/geo_scan.o \
 	src/geo_vacuum.o \

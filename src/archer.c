@@ -4,8 +4,9 @@
  *	  Library entry point: module magic and initialization of every part.
  *
  * The library loads both from CREATE EXTENSION and from
- * shared_preload_libraries; _PG_init only defines GUCs and reloptions,
- * which is safe either way.
+ * shared_preload_libraries; _PG_init defines GUCs, reloptions and hooks,
+ * which is safe either way, and with preloading also registers the merge
+ * worker (worker.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -15,6 +16,7 @@
 #include "utils/guc.h"
 
 #include "geo.h"
+#include "merge.h"
 #include "vec.h"
 #include "vector.h"
 
@@ -28,6 +30,7 @@ _PG_init(void)
 	archer_geo_init();
 	archer_vector_init();
 	archer_vector_am_init();
+	archer_worker_init();
 	/* after every archer.* GUC is defined: placeholders of those stay */
 	MarkGUCPrefixReserved("archer");
 }

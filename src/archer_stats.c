@@ -61,44 +61,44 @@ archer_index_stats(PG_FUNCTION_ARGS)
 				 errmsg("\"%s\" is not an archer index", RelationGetRelationName(index))));
 	values[STAT_INDEX_PAGES] = Int64GetDatum(RelationGetNumberOfBlocks(index));
 	nulls[STAT_INDEX_PAGES] = false;
-	if (RelationGetNumberOfBlocks(index) == 0)
-		;						/* being built (CREATE INDEX CONCURRENTLY): no meta page yet */
-	else if (index->rd_rel->relam == get_index_am_oid("archer_vector", false))
+	if (RelationGetNumberOfBlocks(index) > 0)	/* no meta page during CREATE INDEX CONCURRENTLY */
 	{
-		VecMetaPageData meta;
+		bool		is_vector = index->rd_rel->relam == get_index_am_oid("archer_vector", false);
+		uint16		page_id = is_vector ? ARCHER_VEC_PAGE_ID : ARCHER_GEO_PAGE_ID;
+		ArcherBufferMeta buffer;
 
-		vec_read_meta(index, &meta);
-		values[STAT_ACCESS_METHOD] = CStringGetTextDatum("archer_vector");
-		values[STAT_BUFFER_ENTRIES] = Int64GetDatum(meta.buffer_entries);
-		values[STAT_BUFFER_PAGES] = Int64GetDatum(meta.buffer_pages);
-		values[STAT_MERGES] = Int64GetDatum(meta.merges);
-		values[STAT_MERGED_ENTRIES] = Int64GetDatum(meta.merged_entries);
-		values[STAT_GRAPH_NODES] = Int64GetDatum(meta.nnodes - meta.ndeleted);
-		values[STAT_DELETED_NODES] = Int64GetDatum(meta.ndeleted);
+		archer_buffer_read_meta(index, page_id, &buffer);
+		values[STAT_ACCESS_METHOD] = CStringGetTextDatum(is_vector ? "archer_vector" : "archer_geo");
+		values[STAT_BUFFER_ENTRIES] = Int64GetDatum(buffer.entries);
+		values[STAT_BUFFER_PAGES] = Int64GetDatum(buffer.pages);
+		values[STAT_MERGES] = Int64GetDatum(buffer.merges);
+		values[STAT_MERGED_ENTRIES] = Int64GetDatum(buffer.merged_entries);
 		for (int i = STAT_ACCESS_METHOD; i <= STAT_MERGED_ENTRIES; i++)
 			nulls[i] = false;
-		nulls[STAT_GRAPH_NODES] = nulls[STAT_DELETED_NODES] = false;
-		if (meta.merges > 0)
+		if (buffer.merges > 0)
 		{
-			values[STAT_LAST_MERGE] = TimestampTzGetDatum(meta.last_merge_end);
-			values[STAT_LAST_MERGE_MS] = Float8GetDatum(meta.last_merge_us / 1000.0);
+			values[STAT_LAST_MERGE] = TimestampTzGetDatum(buffer.last_merge_end);
+			values[STAT_LAST_MERGE_MS] = Float8GetDatum(buffer.last_merge_us / 1000.0);
 			nulls[STAT_LAST_MERGE] = nulls[STAT_LAST_MERGE_MS] = false;
 		}
-	}
-	else						/* archer_geo */
-	{
-		BlockNumber root;
-		uint16		root_level;
+		if (is_vector)
+		{
+			VecMetaPageData meta;
 
-		geo_read_meta(index, &root, &root_level);
-		values[STAT_ACCESS_METHOD] = CStringGetTextDatum("archer_geo");
-		values[STAT_TREE_HEIGHT] = Int32GetDatum(BlockNumberIsValid(root) ? root_level + 1 : 0);
-		/* no insert buffer yet: inserts go to the tree */
-		values[STAT_BUFFER_ENTRIES] = values[STAT_BUFFER_PAGES] = Int64GetDatum(0);
-		values[STAT_MERGES] = values[STAT_MERGED_ENTRIES] = Int64GetDatum(0);
-		nulls[STAT_ACCESS_METHOD] = nulls[STAT_TREE_HEIGHT] = false;
-		nulls[STAT_BUFFER_ENTRIES] = nulls[STAT_BUFFER_PAGES] = false;
-		nulls[STAT_MERGES] = nulls[STAT_MERGED_ENTRIES] = false;
+			vec_read_meta(index, &meta);
+			values[STAT_GRAPH_NODES] = Int64GetDatum(meta.nnodes - meta.ndeleted);
+			values[STAT_DELETED_NODES] = Int64GetDatum(meta.ndeleted);
+			nulls[STAT_GRAPH_NODES] = nulls[STAT_DELETED_NODES] = false;
+		}
+		else
+		{
+			BlockNumber root;
+			uint16		root_level;
+
+			geo_read_meta(index, &root, &root_level);
+			values[STAT_TREE_HEIGHT] = Int32GetDatum(BlockNumberIsValid(root) ? root_level + 1 : 0);
+			nulls[STAT_TREE_HEIGHT] = false;
+		}
 	}
 	index_close(index, AccessShareLock);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));

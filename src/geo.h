@@ -101,6 +101,7 @@ typedef struct GeoInternalEntry
 typedef struct GeoMetaPageData
 {
 	ArcherMetaCommon common;
+	ArcherBufferMeta buffer;	/* the insert buffer (geo_buffer.c) */
 	BlockNumber root;
 	uint16		root_level;
 	uint16		reserved;
@@ -126,6 +127,7 @@ typedef struct GeoOptions
 {
 	int32		vl_len_;
 	int			fillfactor;
+	bool		insert_buffer;
 } GeoOptions;
 
 #define GEO_DEFAULT_FILLFACTOR	90
@@ -178,6 +180,18 @@ extern bool geo_insert(Relation index, Datum *values, bool *isnull,
 					   IndexUniqueCheck checkUnique, bool indexUnchanged,
 					   IndexInfo *indexInfo);
 extern void geo_tree_insert(Relation index, uint64 cellid, ItemPointer tid);
+extern int	geo_tree_insert_run(Relation index, const GeoLeafEntry *run, int n);
+
+/* geo_buffer.c: the insert buffer */
+extern void geo_buffer_init(void);
+extern bool geo_insert_buffered(Relation index);
+extern void geo_buffer_add(Relation index, uint64 cellid, ItemPointer tid);
+extern void geo_buffer_flush_pending(Relation index);
+extern int64 geo_buffer_entries(Relation index);
+extern int64 geo_buffer_merge(Relation index, int64 max_entries);
+extern void geo_buffer_vacuum_begin(Relation index);
+extern void geo_buffer_vacuum_end(Relation index);
+extern GeoLeafEntry *geo_buffer_collect(Relation index, int *nentries);
 
 /* geo_scan.c */
 extern IndexScanDesc geo_beginscan(Relation index, int nkeys, int norderbys);

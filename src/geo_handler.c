@@ -39,6 +39,10 @@ archer_geo_init(void)
 	add_int_reloption(geo_relopt_kind, "fillfactor",
 					  "Packs archer_geo leaf pages only to this percentage at build",
 					  GEO_DEFAULT_FILLFACTOR, 10, 100, AccessExclusiveLock);
+	add_bool_reloption(geo_relopt_kind, "insert_buffer",
+					   "Inserts go to an insert buffer, merged into the tree in batches",
+					   false, AccessExclusiveLock);
+	geo_buffer_init();
 
 	DefineCustomIntVariable("archer.geo_max_cells",
 							"Maximum number of S2 cells covering a radius query.",
@@ -101,6 +105,7 @@ geo_options(Datum reloptions, bool validate)
 {
 	static const relopt_parse_elt tab[] = {
 		{"fillfactor", RELOPT_TYPE_INT, offsetof(GeoOptions, fillfactor)},
+		{"insert_buffer", RELOPT_TYPE_BOOL, offsetof(GeoOptions, insert_buffer)},
 	};
 
 	return (bytea *) build_reloptions(reloptions, validate, geo_relopt_kind,

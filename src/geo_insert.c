@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * geo_insert.c
- *	  Inserting one key into the archer_geo B+-tree.
+ *	  Inserting keys into the archer_geo B+-tree: one row's, or a sorted
+ *	  run of them from the insert buffer (geo_buffer.c).
  *
  * Fast path: descend to the leaf, lock it exclusively, insert if it has
  * room: one WAL record for one page.
@@ -234,6 +235,73 @@ insert_with_splits(Relation index, uint64 cellid, ItemPointer tid)
 	UnlockReleaseBuffer(buf);
 }
 
+/* Whether a leaf page holds the key (sorted prefix, then the tail) */
+static bool
+leaf_contains(Page page, uint64 cellid, ItemPointer tid)
+{
+	GeoLeafEntry *entries = (GeoLeafEntry *) ArcherPageGetEntries(page);
+	int			nentries = archer_page_nentries(page, sizeof(GeoLeafEntry));
+	int			nsorted = Min(ArcherPageGetOpaque(page)->nsorted, nentries);
+	int			pos = geo_leaf_lower_bound(page, cellid, tid);
+
+	if (pos < nsorted && geo_key_cmp(entries[pos].cellid, &entries[pos].tid, cellid, tid) == 0)
+		return true;
+	for (int i = nsorted; i < nentries; i++)
+		if (geo_key_cmp(entries[i].cellid, &entries[i].tid, cellid, tid) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * Insert a sorted run of keys (an insert buffer page) that belong to the
+ * leaf of its first key, in one WAL record, skipping keys the leaf already
+ * holds: a merge that a crash interrupted is run again.  Stops at the
+ * leaf's high key or when the leaf is full; a full leaf takes the first
+ * key through the split path.  Returns how many keys of the run it
+ * handled (at least one).
+ */
+int
+geo_tree_insert_run(Relation index, const GeoLeafEntry *run, int n)
+{
+	Buffer		leaf = geo_descend(index, run[0].cellid, (ItemPointer) &run[0].tid,
+								   BUFFER_LOCK_EXCLUSIVE);
+	Page		page = BufferGetPage(leaf);
+	ArcherPageOpaque opaque = ArcherPageGetOpaque(page);
+	GenericXLogState *state = NULL;
+	int			done = 0;
+
+	for (; done < n; done++)
+	{
+		ItemPointer tid = (ItemPointer) &run[done].tid;
+
+		if ((opaque->flags & ARCHER_PAGE_HAS_HIKEY) &&
+			geo_key_cmp(run[done].cellid, tid, opaque->hikey_cellid, &opaque->hikey_tid) >= 0)
+			break;
+		if (leaf_contains(page, run[done].cellid, tid))
+			continue;
+		if (page_is_full(page))
+			break;
+		if (state == NULL)
+		{
+			state = GenericXLogStart(index);
+			page = GenericXLogRegisterBuffer(state, leaf, 0);
+			opaque = ArcherPageGetOpaque(page);
+		}
+		leaf_page_add(page, run[done].cellid, tid);
+	}
+	if (state != NULL)
+		GenericXLogFinish(state);
+	UnlockReleaseBuffer(leaf);
+	if (done == 0)
+	{
+		LockPage(index, GEO_SPLIT_LOCK, ExclusiveLock);
+		insert_with_splits(index, run[0].cellid, (ItemPointer) &run[0].tid);
+		UnlockPage(index, GEO_SPLIT_LOCK, ExclusiveLock);
+		done = 1;
+	}
+	return done;
+}
+
 void
 geo_tree_insert(Relation index, uint64 cellid, ItemPointer tid)
 {
@@ -259,6 +327,9 @@ geo_insert(Relation index, Datum *values, bool *isnull, ItemPointer ht_ctid,
 {
 	uint64		cellid = geo_value_cellid(geo_column_kind(index), values[0], isnull[0]);
 
-	geo_tree_insert(index, cellid, ht_ctid);
+	if (geo_insert_buffered(index))
+		geo_buffer_add(index, cellid, ht_ctid);
+	else
+		geo_tree_insert(index, cellid, ht_ctid);
 	return false;
 }

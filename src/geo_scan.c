@@ -23,6 +23,9 @@
  * (xs_recheckorderby) and reorders within that guarantee.  Entries with
  * NULL or empty points come last, with a NULL distance.
  *
+ * Entries in the insert buffer are read once per scan, at its start, and
+ * join each key range as if they were on its first leaf (read_range).
+ *
  * There is no bitmap scan: the planner keeps the original function call as
  * a filter over a bitmap heap scan even when the index condition is exact,
  * which would run the exact predicate on every row and undo the index's
@@ -74,6 +77,12 @@ typedef struct GeoScanOpaqueData
 	bool		no_match;		/* a condition with a NULL argument */
 	int			nkeys;
 	GeoKeyState *keys;
+
+	/* the insert buffer's entries, sorted by key, and their heap TIDs, sorted */
+	GeoLeafEntry *buffered;
+	int			nbuffered;
+	ItemPointerData *buffered_tids;
+	GeoLeafEntry *range_entries;	/* one leaf's entries in range, and the buffer's */
 
 	/* matching entries waiting to be returned */
 	GeoCandidate *cands;
@@ -258,6 +267,68 @@ read_range_page(Relation index, uint64 lo, uint64 hi, BlockNumber *blkno,
 	return ncopied;
 }
 
+static int
+tid_cmp(const void *a, const void *b)
+{
+	return ItemPointerCompare((ItemPointer) a, (ItemPointer) b);
+}
+
+/* Read this scan's copy of the insert buffer (geo_buffer.c) */
+static void
+load_buffered(IndexScanDesc scan)
+{
+	GeoScanOpaque so = (GeoScanOpaque) scan->opaque;
+
+	so->buffered = geo_buffer_collect(scan->indexRelation, &so->nbuffered);
+	so->range_entries = palloc(sizeof(GeoLeafEntry) * (GEO_LEAF_CAPACITY + so->nbuffered));
+	if (so->nbuffered == 0)
+		return;
+	so->buffered_tids = palloc(sizeof(ItemPointerData) * so->nbuffered);
+	for (int i = 0; i < so->nbuffered; i++)
+		so->buffered_tids[i] = so->buffered[i].tid;
+	qsort(so->buffered_tids, so->nbuffered, sizeof(ItemPointerData), tid_cmp);
+}
+
+/*
+ * read_range_page for a scan: leaves out tree entries the scan holds from
+ * the insert buffer (a merge may be moving them), and with the first page
+ * of a range adds the buffer's entries in that range.  Fills
+ * so->range_entries.
+ */
+static int
+read_range(IndexScanDesc scan, uint64 lo, uint64 hi, BlockNumber *blkno, GeoKey *hikey)
+{
+	GeoScanOpaque so = (GeoScanOpaque) scan->opaque;
+	GeoLeafEntry *entries = so->range_entries;
+	bool		first_page = (*blkno == InvalidBlockNumber);
+	int			n = read_range_page(scan->indexRelation, lo, hi, blkno, hikey, entries);
+	int			nkept = 0;
+	int			pos = 0;
+	int			end = so->nbuffered;
+
+	if (so->nbuffered == 0)
+		return n;
+	for (int i = 0; i < n; i++)
+		if (bsearch(&entries[i].tid, so->buffered_tids, so->nbuffered,
+					sizeof(ItemPointerData), tid_cmp) == NULL)
+			entries[nkept++] = entries[i];
+	if (!first_page)
+		return nkept;
+	/* first buffered entry with cellid >= lo */
+	while (pos < end)
+	{
+		int			mid = pos + (end - pos) / 2;
+
+		if (so->buffered[mid].cellid < lo)
+			pos = mid + 1;
+		else
+			end = mid;
+	}
+	for (; pos < so->nbuffered && so->buffered[pos].cellid <= hi; pos++)
+		entries[nkept++] = so->buffered[pos];
+	return nkept;
+}
+
 /* ---- condition scans ---- */
 
 /*
@@ -270,7 +341,7 @@ next_condition_batch(IndexScanDesc scan)
 {
 	GeoScanOpaque so = (GeoScanOpaque) scan->opaque;
 	GeoKeyState *first = &so->keys[0];
-	GeoLeafEntry entries[GEO_LEAF_CAPACITY];
+	GeoLeafEntry *entries = so->range_entries;
 
 	so->ncands = 0;
 	so->cand_pos = 0;
@@ -290,8 +361,7 @@ next_condition_batch(IndexScanDesc scan)
 		else if (so->cur_cell > 0)
 			return false;
 		CHECK_FOR_INTERRUPTS();
-		nentries = read_range_page(scan->indexRelation, lo, hi, &so->next_blkno,
-								   &so->range_hikey, entries);
+		nentries = read_range(scan, lo, hi, &so->next_blkno, &so->range_hikey);
 		for (int i = 0; i < nentries; i++)
 		{
 			bool		recheck;
@@ -422,12 +492,11 @@ scan_range_for_ring(IndexScanDesc scan, uint64 lo, uint64 hi)
 	GeoScanOpaque so = (GeoScanOpaque) scan->opaque;
 	BlockNumber blkno = InvalidBlockNumber;
 	GeoKey		hikey;
-	GeoLeafEntry entries[GEO_LEAF_CAPACITY];
+	GeoLeafEntry *entries = so->range_entries;
 
 	do
 	{
-		int			nentries = read_range_page(scan->indexRelation, lo, hi, &blkno, &hikey,
-											   entries);
+		int			nentries = read_range(scan, lo, hi, &blkno, &hikey);
 
 		CHECK_FOR_INTERRUPTS();
 		for (int i = 0; i < nentries; i++)
@@ -569,7 +638,7 @@ load_null_entries(IndexScanDesc scan)
 	GeoScanOpaque so = (GeoScanOpaque) scan->opaque;
 	BlockNumber blkno = InvalidBlockNumber;
 	GeoKey		hikey;
-	GeoLeafEntry entries[GEO_LEAF_CAPACITY];
+	GeoLeafEntry *entries = so->range_entries;
 
 	so->nulls_done = true;
 	so->ncands = 0;
@@ -578,8 +647,7 @@ load_null_entries(IndexScanDesc scan)
 		return;
 	do
 	{
-		int			nentries = read_range_page(scan->indexRelation, GEO_NULL_CELLID,
-											   GEO_NULL_CELLID, &blkno, &hikey, entries);
+		int			nentries = read_range(scan, GEO_NULL_CELLID, GEO_NULL_CELLID, &blkno, &hikey);
 
 		for (int i = 0; i < nentries; i++)
 			if (entries[i].cellid == GEO_NULL_CELLID)
@@ -638,6 +706,7 @@ geo_rescan(IndexScanDesc scan, ScanKey keys, int nkeys, ScanKey orderbys, int no
 	so->keys = palloc0(sizeof(GeoKeyState) * Max(1, so->nkeys));
 	so->scanned = palloc(sizeof(GeoRange));
 	so->nscanned = 0;
+	load_buffered(scan);
 	for (int i = 0; i < so->nkeys; i++)
 	{
 		ScanKey		key = &scan->keyData[i];

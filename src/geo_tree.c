@@ -32,6 +32,7 @@ geo_init_meta_page(Page page, BlockNumber root, uint16 root_level)
 
 	meta->root = root;
 	meta->root_level = root_level;
+	meta->buffer.head = meta->buffer.tail = meta->buffer.free = InvalidBlockNumber;
 }
 
 void

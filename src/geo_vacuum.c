@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * geo_vacuum.c
- *	  VACUUM for archer_geo: remove the entries of dead heap tuples.
+ *	  VACUUM for archer_geo: merge the insert buffer, then remove the
+ *	  entries of dead heap tuples.
  *
  * Leaves are visited in physical order, each under its exclusive lock;
  * entries whose heap tuple is dead are squeezed out in one WAL record per
@@ -25,11 +26,14 @@ geo_bulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 			   IndexBulkDeleteCallback callback, void *callback_state)
 {
 	Relation	index = info->index;
-	BlockNumber nblocks = RelationGetNumberOfBlocks(index);
+	BlockNumber nblocks;
 
 	if (stats == NULL)
 		stats = palloc0(sizeof(IndexBulkDeleteResult));
 	stats->num_index_tuples = 0;
+	/* buffered entries of dead rows must be in the tree to be removed */
+	geo_buffer_vacuum_begin(index);
+	nblocks = RelationGetNumberOfBlocks(index);
 
 	for (BlockNumber blkno = ARCHER_META_BLKNO + 1; blkno < nblocks; blkno++)
 	{
@@ -89,6 +93,7 @@ geo_bulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 		stats->num_index_tuples += nkept;
 		UnlockReleaseBuffer(buf);
 	}
+	geo_buffer_vacuum_end(index);
 	stats->num_pages = nblocks;
 	return stats;
 }
@@ -102,9 +107,12 @@ geo_vacuumcleanup(IndexVacuumInfo *info, IndexBulkDeleteResult *stats)
 		return stats;
 	if (stats == NULL)
 	{
-		/* no bulkdelete pass ran: count the entries for the statistics */
-		BlockNumber nblocks = RelationGetNumberOfBlocks(index);
+		/* no bulkdelete pass ran: merge the buffer, count the entries for the statistics */
+		BlockNumber nblocks;
 
+		geo_buffer_vacuum_begin(index);
+		geo_buffer_vacuum_end(index);
+		nblocks = RelationGetNumberOfBlocks(index);
 		stats = palloc0(sizeof(IndexBulkDeleteResult));
 		for (BlockNumber blkno = ARCHER_META_BLKNO + 1; blkno < nblocks; blkno++)
 		{

@@ -9,8 +9,9 @@
  * downlinks and right links: page header, page id, layout version, level,
  * page kind, entry count, strict key order within and across pages, keys
  * below the high key, high keys present exactly where right links are;
- * finally that every row visible to a fresh snapshot has an entry with the
- * cell id of its point.  Holds ShareLock on the table, so writers wait
+ * the insert buffer's chain, page order and entry count; finally that
+ * every row visible to a fresh snapshot has an entry (in the tree or the
+ * buffer) with the cell id of its point.  Holds ShareLock on the table, so writers wait
  * (AccessShareLock on a hot standby, where only replay writes).
  *
  *-------------------------------------------------------------------------
@@ -47,9 +48,11 @@ typedef struct VerifyState
 	BlockNumber npages_seen;
 	LocatedKey *keys;			/* every leaf key and its block */
 	int64		nkeys;
+	int64		nsorted;		/* keys[0 .. nsorted) are sorted */
 	int64		maxkeys;
 	GeoColumnKind kind;
 	int64		nheap;
+	int64		nbuffered;		/* insert buffer entries */
 } VerifyState;
 
 static void
@@ -91,6 +94,7 @@ sort_keys(VerifyState *state)
 	for (int64 i = 1; i < state->nkeys; i++)
 		if (located_key_cmp(&state->keys[i - 1], &state->keys[i]) == 0)
 			verify_fail(state, state->keys[i].blkno, "A key is in the index twice.");
+	state->nsorted = state->nkeys;
 }
 
 /*
@@ -189,7 +193,7 @@ static int
 key_search(VerifyState *state, uint64 cellid, ItemPointer tid)
 {
 	int64		lo = 0;
-	int64		hi = state->nkeys - 1;
+	int64		hi = state->nsorted - 1;
 
 	while (lo <= hi)
 	{
@@ -205,6 +209,30 @@ key_search(VerifyState *state, uint64 cellid, ItemPointer tid)
 			hi = mid - 1;
 	}
 	return 0;
+}
+
+/*
+ * An insert buffer page: sorted entries; those the tree lacks join the
+ * keys for the heap check (a merge cut short leaves keys in both)
+ */
+static void
+remember_buffer_page(Relation index, Page page, BlockNumber blkno, void *arg)
+{
+	VerifyState *state = (VerifyState *) arg;
+	GeoLeafEntry *entries = (GeoLeafEntry *) ArcherPageGetEntries(page);
+	int			nentries = archer_page_nentries(page, sizeof(GeoLeafEntry));
+
+	if (nentries > GEO_LEAF_CAPACITY)
+		verify_fail(state, blkno, "An insert buffer page holds too many entries.");
+	for (int i = 0; i < nentries; i++)
+	{
+		if (i > 0 && geo_key_cmp(entries[i - 1].cellid, &entries[i - 1].tid,
+								 entries[i].cellid, &entries[i].tid) >= 0)
+			verify_fail(state, blkno, "An insert buffer page is not in key order.");
+		if (!key_search(state, entries[i].cellid, &entries[i].tid))
+			remember_key(state, entries[i].cellid, &entries[i].tid, blkno);
+	}
+	state->nbuffered += nentries;
 }
 
 static void
@@ -237,12 +265,14 @@ archer_geo_verify(PG_FUNCTION_ARGS)
 	Snapshot	snapshot;
 	TableScanDesc scan;
 	LOCKMODE	lockmode;
+	ArcherBufferMeta buffer;
 
 	archer_verify_open(indexoid, "archer_geo", &heap, &index, &lockmode);
 	state.index = index;
 	state.nblocks = RelationGetNumberOfBlocks(index);
 	state.kind = geo_column_kind(index);
 	geo_read_meta(index, &blkno, &level);
+	archer_buffer_read_meta(index, ARCHER_GEO_PAGE_ID, &buffer);
 	if (blkno == ARCHER_META_BLKNO || blkno >= state.nblocks)
 		verify_fail(&state, ARCHER_META_BLKNO, "The root pointer is invalid.");
 
@@ -258,6 +288,10 @@ archer_geo_verify(PG_FUNCTION_ARGS)
 		level--;
 	}
 
+	sort_keys(&state);
+	archer_buffer_check_chain(index, ARCHER_GEO_PAGE_ID, &buffer, remember_buffer_page, &state);
+	if (state.nbuffered != buffer.entries)
+		verify_fail(&state, ARCHER_META_BLKNO, "The meta page's count of insert buffer entries is wrong.");
 	sort_keys(&state);
 	indexInfo = BuildIndexInfo(index);
 	snapshot = RegisterSnapshot(GetTransactionSnapshot());

@@ -37,6 +37,7 @@
 
 #include "access/generic_xlog.h"
 #include "access/amapi.h"
+#include "datatype/timestamp.h"
 #include "access/genam.h"
 #include "storage/bufmgr.h"
 #include "storage/bufpage.h"
@@ -45,7 +46,7 @@
 
 #define ARCHER_META_BLKNO		0
 #define ARCHER_MAGIC			0xA4C3E401
-#define ARCHER_PAGE_VERSION		1
+#define ARCHER_PAGE_VERSION		2
 
 /* page ids, one per access method, in the last two bytes of every page */
 #define ARCHER_GEO_PAGE_ID		0xA7E0
@@ -98,6 +99,43 @@ typedef struct ArcherMetaCommon
 	uint16		reserved;
 } ArcherMetaCommon;
 
+/*
+ * The insert buffer of an index (insert_buffer.c), in every archer meta
+ * page right after ArcherMetaCommon: a chain of ARCHER_PAGE_BUFFER pages
+ * from head to tail through the right links, each with a serial number
+ * one above its predecessor's.
+ */
+typedef struct ArcherBufferMeta
+{
+	BlockNumber head;			/* oldest buffer page, or Invalid */
+	BlockNumber tail;			/* the page appends go to, or Invalid */
+	BlockNumber free;			/* emptied buffer pages, for appends to reuse */
+	uint32		entries;		/* entries not merged yet */
+	uint32		pages;
+	uint32		reserved;
+	uint64		serial;			/* serial number of the last buffer page added */
+	uint64		merges;			/* merge runs that merged something */
+	uint64		merged_entries;
+	TimestampTz last_merge_end;
+	int64		last_merge_us;	/* duration of the last merge run */
+} ArcherBufferMeta;
+
+/* The start of every archer meta page */
+typedef struct ArcherMetaHead
+{
+	ArcherMetaCommon common;
+	ArcherBufferMeta buffer;
+} ArcherMetaHead;
+
+#define ArcherPageGetBufferMeta(page) \
+	(&((ArcherMetaHead *) PageGetContents(page))->buffer)
+
+/* the serial number of an insert buffer page, in its special space */
+#define ArcherBufferPageSerial(page)	(ArcherPageGetOpaque(page)->hikey_cellid)
+
+/* heavyweight page lock that serializes merges of an index's buffer */
+#define ARCHER_MERGE_LOCK		((BlockNumber) 0xFFFFFFFE)
+
 /* Space for entries on one page */
 #define ARCHER_PAGE_CAPACITY_BYTES \
 	(BLCKSZ - MAXALIGN(SizeOfPageHeaderData) - MAXALIGN(sizeof(ArcherPageOpaqueData)))
@@ -130,5 +168,36 @@ extern void archer_check_is_index(Oid indexoid);
 extern void archer_check_index_owner(Oid indexoid);
 extern void archer_verify_open(Oid indexoid, const char *amname, Relation *heap,
 							   Relation *index, LOCKMODE *lockmode);
+
+/* insert_buffer.c: the insert buffer's page chain, shared by both access methods */
+typedef struct ArcherBufferAppend
+{
+	GenericXLogState *state;
+	ArcherBufferMeta *meta;		/* in the meta page image being logged */
+	Page		target;			/* image of the page to append to */
+	Buffer		metabuf;
+	Buffer		tailbuf;
+	Buffer		newbuf;
+} ArcherBufferAppend;
+
+typedef void (*ArcherBufferPageCallback) (Relation index, Page page, BlockNumber blkno,
+										  void *arg);
+/* how many counted entries a merged page holds, or -1 if it is not merged */
+typedef int (*ArcherBufferPageDone) (Relation index, Page page, BlockNumber blkno,
+									 void *arg);
+
+extern void archer_buffer_read_meta(Relation index, uint16 page_id, ArcherBufferMeta *meta);
+extern void archer_buffer_append_begin(Relation index, uint16 page_id, Size need,
+									   ArcherBufferAppend *append);
+extern void archer_buffer_append_finish(ArcherBufferAppend *append);
+extern void archer_buffer_walk(Relation index, uint16 page_id,
+							   ArcherBufferPageCallback callback, void *arg);
+extern bool archer_buffer_free_head(Relation index, uint16 page_id, BlockNumber blkno,
+									ArcherBufferPageDone page_done, void *arg);
+extern void archer_buffer_record_merge(Relation index, uint16 page_id, int64 merged,
+									   TimestampTz start);
+extern void archer_buffer_check_chain(Relation index, uint16 page_id,
+									  const ArcherBufferMeta *meta,
+									  ArcherBufferPageCallback callback, void *arg);
 
 #endif							/* ARCHER_STORAGE_H */

@@ -74,8 +74,6 @@
 #include "vector.h"
 
 #define VEC_INSERT_LOCK			ARCHER_META_BLKNO
-/* the serial number of an insert buffer page, in its special space */
-#define VecBufferPageSerial(page)	(ArcherPageGetOpaque(page)->hikey_cellid)
 
 /*
  * The free space map lists node pages that hold deleted nodes for inserts
@@ -125,6 +123,7 @@ typedef struct VecNodeHeader
 typedef struct VecMetaPageData
 {
 	ArcherMetaCommon common;
+	ArcherBufferMeta buffer;	/* the insert buffer */
 	uint16		dim;
 	uint16		m;
 	uint16		ef_construction;
@@ -135,17 +134,6 @@ typedef struct VecMetaPageData
 	BlockNumber insert_page;	/* node page new nodes go to first */
 	uint64		nnodes;
 	uint64		ndeleted;
-	/* insert buffer */
-	BlockNumber buffer_head;	/* oldest buffer page, or Invalid */
-	BlockNumber buffer_tail;	/* the page appends go to, or Invalid */
-	BlockNumber buffer_free;	/* emptied buffer pages, for appends to reuse */
-	uint32		buffer_entries; /* entries not merged yet */
-	uint32		buffer_pages;
-	uint64		buffer_serial;	/* serial number of the last buffer page added */
-	uint64		merges;			/* merges that merged something */
-	uint64		merged_entries;
-	TimestampTz last_merge_end;
-	int64		last_merge_us;	/* duration of the last merge */
 } VecMetaPageData;
 
 #define VecPageGetMeta(page)	((VecMetaPageData *) PageGetContents(page))
@@ -185,7 +173,6 @@ typedef struct VecQuery
 /* GUCs */
 extern int	archer_vector_ef_search;
 extern int	archer_vector_max_scan_tuples;
-extern int	archer_insert_buffer_max_entries;
 
 /* vec_handler.c */
 extern void archer_vector_am_init(void);
@@ -293,7 +280,7 @@ typedef void (*VecBufferEntryCallback) (const VecNodeHeader *entry, void *arg);
 extern bool vec_insert_buffered(Relation index);
 extern Size vec_buffer_entry_size(const VecIndexInfo *info);
 extern uint32 vec_buffer_append(Relation index, const VecNodeHeader *entry, Size size);
-extern int64 vec_buffer_merge(Relation index);
+extern int64 vec_buffer_merge(Relation index, int64 max_entries);
 extern void vec_buffer_scan(Relation index, const VecIndexInfo *info,
 							VecBufferEntryCallback callback, void *arg);
 

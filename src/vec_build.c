@@ -111,7 +111,7 @@ vec_init_meta_page(Page page, const VecIndexInfo *info, int quantizer_pages)
 	ItemPointerSetInvalid(&meta->entry);
 	meta->quantizer_pages = quantizer_pages;
 	meta->insert_page = InvalidBlockNumber;
-	meta->buffer_head = meta->buffer_tail = meta->buffer_free = InvalidBlockNumber;
+	meta->buffer.head = meta->buffer.tail = meta->buffer.free = InvalidBlockNumber;
 }
 
 /*

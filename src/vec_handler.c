@@ -29,7 +29,6 @@ PG_FUNCTION_INFO_V1(archer_vector_handler);
 
 int			archer_vector_ef_search = 40;
 int			archer_vector_max_scan_tuples = 20000;
-int			archer_insert_buffer_max_entries = 2000;
 
 static relopt_kind vec_relopt_kind;
 
@@ -68,11 +67,6 @@ archer_vector_am_init(void)
 							"Most rows one archer_vector scan returns before it stops (with a NOTICE).",
 							"Filtered queries keep the scan going until enough rows pass the filter; this bounds the work.",
 							&archer_vector_max_scan_tuples, 20000, 1, INT_MAX,
-							PGC_USERSET, 0, NULL, NULL, NULL);
-	DefineCustomIntVariable("archer.insert_buffer_max_entries",
-							"Entries an archer insert buffer holds before the inserting session merges it.",
-							"Scans read every buffered entry, so a larger buffer makes inserts cheaper and queries dearer.",
-							&archer_insert_buffer_max_entries, 2000, 1, INT_MAX,
 							PGC_USERSET, 0, NULL, NULL, NULL);
 }
 

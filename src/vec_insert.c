@@ -24,6 +24,7 @@
 #include "storage/lmgr.h"
 #include "utils/memutils.h"
 
+#include "merge.h"
 #include "vec.h"
 
 /* A chosen neighbour on one layer */
@@ -93,7 +94,7 @@ mark_entry_merged(Relation index, const VecIndexInfo *info, GenericXLogState *st
 		elog(ERROR, "archer_vector: buffer entry (%u,%u) is already merged",
 			 blkno, ItemPointerGetOffsetNumber(entry));
 	node->flags |= VEC_NODE_MERGED;
-	meta->buffer_entries--;
+	meta->buffer.entries--;
 	return buf;
 }
 
@@ -530,10 +531,11 @@ vec_insert(Relation index, Datum *values, bool *isnull, ItemPointer ht_ctid,
 		uint32		waiting = vec_buffer_append(index, new_node(info, x, values, isnull, ht_ctid, 0),
 												vec_buffer_entry_size(info));
 
+		archer_request_merge(waiting);
 		if (waiting >= (uint32) archer_insert_buffer_max_entries &&
 			ConditionalLockPage(index, VEC_INSERT_LOCK, ExclusiveLock))
 		{
-			(void) vec_buffer_merge(index);
+			(void) vec_buffer_merge(index, 0);
 			UnlockPage(index, VEC_INSERT_LOCK, ExclusiveLock);
 		}
 	}

@@ -289,7 +289,7 @@ read_insert_buffer(IndexScanDesc scan, const VecMetaPageData *meta)
 	VecScanOpaque so = (VecScanOpaque) scan->opaque;
 
 	vec_visited_init(&so->buffered, 64);
-	if (BlockNumberIsValid(meta->buffer_head))
+	if (BlockNumberIsValid(meta->buffer.head))
 		vec_buffer_scan(scan->indexRelation, so->info, buffer_entry_found, so);
 }
 
@@ -310,7 +310,7 @@ start_search(IndexScanDesc scan)
 	so->started = true;
 	vec_read_meta(index, &meta);
 	if (so->info->dim == 0 || so->unsatisfiable ||
-		(!ItemPointerIsValid(&meta.entry) && !BlockNumberIsValid(meta.buffer_head)))
+		(!ItemPointerIsValid(&meta.entry) && !BlockNumberIsValid(meta.buffer.head)))
 	{
 		so->done = true;
 		MemoryContextSwitchTo(oldcxt);

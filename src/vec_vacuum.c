@@ -315,7 +315,7 @@ vec_bulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 	vinfo = vec_index_info(index);
 	if (vinfo->dim > 0)
 	{
-		(void) vec_buffer_merge(index);
+		(void) vec_buffer_merge(index, 0);
 		vec_visited_init(&deleted, 1024);
 		ndeleted = mark_deleted(index, vinfo, info, callback, callback_state, &deleted, &nlive);
 		if (deleted.count > 0)
@@ -342,11 +342,11 @@ vec_vacuumcleanup(IndexVacuumInfo *info, IndexBulkDeleteResult *stats)
 	if (stats == NULL)
 	{
 		LockPage(info->index, VEC_INSERT_LOCK, ExclusiveLock);
-		(void) vec_buffer_merge(info->index);
+		(void) vec_buffer_merge(info->index, 0);
 		UnlockPage(info->index, VEC_INSERT_LOCK, ExclusiveLock);
 		vec_read_meta(info->index, &meta);
 		stats = palloc0(sizeof(IndexBulkDeleteResult));
-		stats->num_index_tuples = meta.nnodes - meta.ndeleted + meta.buffer_entries;
+		stats->num_index_tuples = meta.nnodes - meta.ndeleted + meta.buffer.entries;
 		stats->num_pages = RelationGetNumberOfBlocks(info->index);
 	}
 	return stats;

@@ -60,37 +60,6 @@ collect_buffer_entries(VecVerifyState *state, Page page, BlockNumber blkno)
 	}
 }
 
-/*
- * The insert buffer chain: from the head, right links through buffer pages
- * with consecutive serial numbers to the tail, as many as the meta page
- * counts (writers are locked out)
- */
-static void
-check_buffer_chain(VecVerifyState *state, const VecMetaPageData *meta)
-{
-	BlockNumber blkno = meta->buffer_head;
-	BlockNumber last = InvalidBlockNumber;
-	uint32		npages = 0;
-	uint64		serial = 0;
-
-	while (BlockNumberIsValid(blkno))
-	{
-		Buffer		buf = archer_read_page(state->index, blkno, BUFFER_LOCK_SHARE, ARCHER_VEC_PAGE_ID);
-		Page		page = BufferGetPage(buf);
-
-		if (!(ArcherPageGetOpaque(page)->flags & ARCHER_PAGE_BUFFER) ||
-			(npages > 0 && VecBufferPageSerial(page) != serial + 1) ||
-			++npages > meta->buffer_pages)
-			archer_corrupted(state->index, blkno, "The insert buffer chain is broken.");
-		serial = VecBufferPageSerial(page);
-		last = blkno;
-		blkno = ArcherPageGetOpaque(page)->rightlink;
-		UnlockReleaseBuffer(buf);
-	}
-	if (npages != meta->buffer_pages || last != meta->buffer_tail)
-		archer_corrupted(state->index, ARCHER_META_BLKNO, "The insert buffer chain does not match the meta page.");
-}
-
 /* Pass 1: page and node checks; collect live and deleted nodes, and buffered rows */
 static void
 collect_nodes(VecVerifyState *state, int quantizer_pages, uint8 *max_level)
@@ -240,8 +209,8 @@ archer_vector_verify(PG_FUNCTION_ARGS)
 		if (state.nlive > 0 &&
 			(!vec_visited_contains(&state.live, &meta.entry) || meta.entry_level != max_level))
 			archer_corrupted(index, ARCHER_META_BLKNO, "The entry point is not a live node on the top layer.");
-		check_buffer_chain(&state, &meta);
-		if (state.nbuffered != meta.buffer_entries)
+		archer_buffer_check_chain(index, ARCHER_VEC_PAGE_ID, &meta.buffer, NULL, NULL);
+		if (state.nbuffered != meta.buffer.entries)
 			archer_corrupted(index, ARCHER_META_BLKNO, "The meta page's count of insert buffer entries is wrong.");
 
 		indexInfo = BuildIndexInfo(index);

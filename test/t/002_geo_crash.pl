@@ -104,12 +104,12 @@ sub check_answers
 
 my @TABLES = qw(crash crash_full crash_root crash_deep);
 
-# meta page: root block at byte 36, root level at 40; page flags at 8188
+# meta page: root block at byte 104, root level at 108; page flags at 8188
 sub root_level
 {
 	my ($index) = @_;
 	return $node->safe_psql('postgres',
-		"SELECT get_byte(r, 40) + 256 * get_byte(r, 41) FROM get_raw_page('$index', 0) r");
+		"SELECT get_byte(r, 108) + 256 * get_byte(r, 109) FROM get_raw_page('$index', 0) r");
 }
 sub internal_pages
 {

@@ -23,7 +23,7 @@
 # space in the last 32 bytes: high key (8160), level (8174), right link
 # (8176), sorted prefix length (8180), flags (8188), version (8189), page
 # id (8190).  Meta page: magic at
-# 24, root block at 36, root level at 40.
+# 24, insert buffer meta at 40, root block at 104, root level at 108.
 use strict;
 use warnings;
 
@@ -124,8 +124,8 @@ for my $case (@cases)
 	my $c = $info{$name};
 	my $meta = read_block($c->{path}, 0);
 	is(u32($meta, 24), 0xA4C3E401, "$name: meta page has the archer magic");
-	my $root = u32($meta, 36);
-	is(u16($meta, 40), 1, "$name: the root is at level 1");
+	my $root = u32($meta, 104);
+	is(u16($meta, 108), 1, "$name: the root is at level 1");
 	my $leaf = read_block($c->{path}, $LEAF);
 	is(u16($leaf, 8190), 0xA7E0, "$name: block $LEAF has the archer_geo page id");
 	is(u16($leaf, 8174), 0, "$name: block $LEAF is a leaf");

@@ -19,7 +19,10 @@
 use strict;
 use warnings;
 
+use FindBin;
 use IPC::Run;
+use lib "$FindBin::RealBin/../perl";
+use ArcherPgbench;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
@@ -102,27 +105,11 @@ SELECT pg_sleep(0.2);
 },
 );
 my %clients = (insert => 2, knn => 2, flush => 1);
-my $dir = $node->basedir;
-my (%runs, %out, %err);
-for my $name (sort keys %scripts)
-{
-	my $file = "$dir/$name.sql";
-	open(my $fh, '>', $file) or die "could not write $file: $!";
-	print $fh $scripts{$name};
-	close($fh);
-	($out{$name}, $err{$name}) = ('', '');
-	$runs{$name} = IPC::Run::start(
-		[ 'pgbench', '-n', '-T', $DURATION, '-c', $clients{$name}, '-j', 1, '-f', $file,
-		  '-h', $node->host, '-p', $node->port, 'postgres' ],
-		'>', \$out{$name}, '2>', \$err{$name},
-		IPC::Run::timeout($DURATION + $PostgreSQL::Test::Utils::timeout_default));
-}
+my %runs = map { $_ => start_pgbench($node, $_, $scripts{$_}, $DURATION, '-c', $clients{$_}, '-j', 1) }
+  sort keys %scripts;
 for my $name (sort keys %runs)
 {
-	my $ok = eval { $runs{$name}->finish; 1 };
-	is($ok ? $runs{$name}->result(0) : "failed: $@", 0, "pgbench $name exits 0")
-	  or diag("stdout:\n$out{$name}\nstderr:\n$err{$name}");
-	my ($processed) = $out{$name} =~ /actually processed: (\d+)/;
+	my ($processed) = finish_pgbench($runs{$name}) =~ /actually processed: (\d+)/;
 	note("pgbench $name: " . ($processed // '?') . ' transactions');
 }
 verified('after the concurrent run');

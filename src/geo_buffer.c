@@ -1,0 +1,438 @@
+/*-------------------------------------------------------------------------
+ *
+ * geo_buffer.c
+ *	  The insert buffer of archer_geo (WITH (insert_buffer = on)): pending
+ *	  entries of this session, buffer pages, merges into the tree, and what
+ *	  scans read of it.
+ *
+ * An insert adds its (cell id, heap TID) to a list this session keeps per
+ * index.  The list goes to the index's buffer pages (insert_buffer.c's
+ * chain; each page a dense array of GeoLeafEntry sorted by key) when it
+ * fills a page, at the end of every statement (ExecutorEnd, and before
+ * every utility statement, which covers COPY), when a scan of that index
+ * starts in this session, and before the transaction commits or prepares:
+ * so a commit record always follows the WAL of its index entries, and one
+ * WAL record carries hundreds of entries.  Entries of an aborted
+ * (sub)transaction that are still pending are dropped: their rows are
+ * dead, and VACUUM could otherwise free their heap slots before the
+ * entries reach the buffer.
+ *
+ * A merge (under the ARCHER_MERGE_LOCK heavyweight page lock) takes the
+ * head page, inserts its sorted entries leaf by leaf (one WAL record per
+ * leaf, geo_tree_insert_run) skipping keys the tree already has, and then
+ * frees the page.  A crash between the two leaves the page in place: the
+ * next merge inserts what is missing, so nothing is lost or doubled.
+ * VACUUM merges first and holds the lock while it removes dead entries
+ * from the tree, so a merge never brings back an entry VACUUM removed.
+ *
+ * Scans read every buffered entry first (sorted, into memory), then the
+ * tree, and skip tree entries whose heap TID they hold from the buffer:
+ * an entry that a merge moves meanwhile is seen once, from one side or
+ * the other (insert_buffer.c explains why a walk never misses a page).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/relation.h"
+#include "access/xact.h"
+#include "executor/executor.h"
+#include "miscadmin.h"
+#include "storage/lmgr.h"
+#include "tcop/utility.h"
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
+
+#include "geo.h"
+#include "merge.h"
+
+/* Entries of one index this session inserted and has not written yet */
+typedef struct GeoPending
+{
+	Oid			indexoid;
+	RelFileNode node;			/* a new relfilenode (TRUNCATE, REINDEX) drops them */
+	int			nentries;
+	GeoLeafEntry entries[GEO_LEAF_CAPACITY];
+	SubTransactionId subxids[GEO_LEAF_CAPACITY];
+} GeoPending;
+
+static MemoryContext pending_cxt = NULL;
+static List *pending_lists = NIL;
+
+static ExecutorEnd_hook_type prev_ExecutorEnd = NULL;
+static ProcessUtility_hook_type prev_ProcessUtility = NULL;
+
+bool
+geo_insert_buffered(Relation index)
+{
+	GeoOptions *options = (GeoOptions *) index->rd_options;
+
+	return options != NULL && options->insert_buffer;
+}
+
+static int
+leaf_entry_cmp(const void *a, const void *b)
+{
+	const GeoLeafEntry *x = (const GeoLeafEntry *) a;
+	const GeoLeafEntry *y = (const GeoLeafEntry *) b;
+
+	return geo_key_cmp(x->cellid, (ItemPointer) &x->tid, y->cellid, (ItemPointer) &y->tid);
+}
+
+/* ---- writing pending entries to buffer pages ---- */
+
+/* Write n entries to the buffer pages, sorted on each page; returns the entries waiting now */
+static int64
+write_entries(Relation index, const GeoLeafEntry *entries, int n)
+{
+	int64		nwaiting = 0;
+
+	while (n > 0)
+	{
+		ArcherBufferAppend append;
+		Page		page;
+		int			nentries;
+		int			room;
+		int			take;
+
+		archer_buffer_append_begin(index, ARCHER_GEO_PAGE_ID, sizeof(GeoLeafEntry), &append);
+		page = append.target;
+		nentries = archer_page_nentries(page, sizeof(GeoLeafEntry));
+		room = (int) (PageGetExactFreeSpace(page) / sizeof(GeoLeafEntry));
+		take = Min(room, n);
+		memcpy(ArcherPageGetEntries(page) + nentries * sizeof(GeoLeafEntry), entries,
+			   take * sizeof(GeoLeafEntry));
+		archer_page_set_nentries(page, sizeof(GeoLeafEntry), nentries + take);
+		qsort(ArcherPageGetEntries(page), nentries + take, sizeof(GeoLeafEntry), leaf_entry_cmp);
+		append.meta->entries += take;
+		nwaiting = append.meta->entries;
+		archer_buffer_append_finish(&append);
+		entries += take;
+		n -= take;
+	}
+	return nwaiting;
+}
+
+static void
+flush_pending(Relation index, GeoPending *pending)
+{
+	int64		nwaiting;
+
+	if (pending->nentries == 0)
+		return;
+	nwaiting = write_entries(index, pending->entries, pending->nentries);
+	pending->nentries = 0;
+	archer_request_merge(nwaiting);
+	/* back-pressure: a session that fills the buffer merges it, unless a merge runs */
+	if (nwaiting >= archer_insert_buffer_max_entries)
+		(void) archer_merge_buffer(index, 0, false);
+}
+
+static GeoPending *
+find_pending(Oid indexoid)
+{
+	ListCell   *lc;
+
+	foreach(lc, pending_lists)
+	{
+		GeoPending *pending = (GeoPending *) lfirst(lc);
+
+		if (pending->indexoid == indexoid)
+			return pending;
+	}
+	return NULL;
+}
+
+/* Write every pending list; those of dropped or rewritten indexes are dropped */
+static void
+flush_all_pending(void)
+{
+	ListCell   *lc;
+
+	foreach(lc, pending_lists)
+	{
+		GeoPending *pending = (GeoPending *) lfirst(lc);
+		Relation	index;
+
+		if (pending->nentries == 0)
+			continue;
+		index = try_relation_open(pending->indexoid, RowExclusiveLock);
+		if (index == NULL)
+		{
+			pending->nentries = 0;
+			continue;
+		}
+		if (RelFileNodeEquals(index->rd_node, pending->node))
+			flush_pending(index, pending);
+		pending->nentries = 0;
+		relation_close(index, RowExclusiveLock);
+	}
+}
+
+static void
+forget_all_pending(void)
+{
+	pending_lists = NIL;
+	if (pending_cxt != NULL)
+		MemoryContextReset(pending_cxt);
+}
+
+static bool
+any_pending(void)
+{
+	ListCell   *lc;
+
+	foreach(lc, pending_lists)
+		if (((GeoPending *) lfirst(lc))->nentries > 0)
+			return true;
+	return false;
+}
+
+/* Add an inserted row's key to this session's pending list for the index */
+void
+geo_buffer_add(Relation index, uint64 cellid, ItemPointer tid)
+{
+	GeoPending *pending = find_pending(RelationGetRelid(index));
+
+	if (pending == NULL)
+	{
+		MemoryContext oldcxt;
+
+		if (pending_cxt == NULL)
+			pending_cxt = AllocSetContextCreate(TopMemoryContext, "archer_geo pending inserts",
+												ALLOCSET_DEFAULT_SIZES);
+		pending = MemoryContextAllocZero(pending_cxt, sizeof(GeoPending));
+		pending->indexoid = RelationGetRelid(index);
+		pending->node = index->rd_node;
+		oldcxt = MemoryContextSwitchTo(pending_cxt);
+		pending_lists = lappend(pending_lists, pending);
+		MemoryContextSwitchTo(oldcxt);
+	}
+	if (!RelFileNodeEquals(index->rd_node, pending->node))
+	{
+		pending->nentries = 0;
+		pending->node = index->rd_node;
+	}
+	pending->entries[pending->nentries].cellid = cellid;
+	pending->entries[pending->nentries].tid = *tid;
+	pending->entries[pending->nentries].unused = 0;
+	pending->subxids[pending->nentries] = GetCurrentSubTransactionId();
+	if (++pending->nentries == GEO_LEAF_CAPACITY)
+		flush_pending(index, pending);
+}
+
+/* A scan of the index starts in this session: it must see this session's rows */
+void
+geo_buffer_flush_pending(Relation index)
+{
+	GeoPending *pending = find_pending(RelationGetRelid(index));
+
+	if (pending != NULL && pending->nentries > 0 && RelFileNodeEquals(index->rd_node, pending->node))
+		flush_pending(index, pending);
+}
+
+static void
+geo_xact_callback(XactEvent event, void *arg)
+{
+	switch (event)
+	{
+		case XACT_EVENT_PRE_COMMIT:
+		case XACT_EVENT_PRE_PREPARE:
+			flush_all_pending();
+			break;
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_PREPARE:
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PARALLEL_ABORT:
+			forget_all_pending();
+			break;
+		default:
+			break;
+	}
+}
+
+/* Entries are added in order, so those of the aborted subtransaction and its children are last */
+static void
+geo_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+					 SubTransactionId parentSubid, void *arg)
+{
+	ListCell   *lc;
+
+	if (event != SUBXACT_EVENT_ABORT_SUB)
+		return;
+	foreach(lc, pending_lists)
+	{
+		GeoPending *pending = (GeoPending *) lfirst(lc);
+
+		while (pending->nentries > 0 && pending->subxids[pending->nentries - 1] >= mySubid)
+			pending->nentries--;
+	}
+}
+
+static void
+geo_executor_end(QueryDesc *queryDesc)
+{
+	if (prev_ExecutorEnd)
+		prev_ExecutorEnd(queryDesc);
+	else
+		standard_ExecutorEnd(queryDesc);
+	if (any_pending() && IsTransactionState())
+		flush_all_pending();
+}
+
+static void
+geo_process_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
+					ProcessUtilityContext context, ParamListInfo params,
+					QueryEnvironment *queryEnv, DestReceiver *dest, QueryCompletion *qc)
+{
+	if (any_pending() && IsTransactionState())
+		flush_all_pending();
+	if (prev_ProcessUtility)
+		prev_ProcessUtility(pstmt, queryString, readOnlyTree, context, params, queryEnv, dest, qc);
+	else
+		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context, params, queryEnv,
+								dest, qc);
+}
+
+void
+geo_buffer_init(void)
+{
+	RegisterXactCallback(geo_xact_callback, NULL);
+	RegisterSubXactCallback(geo_subxact_callback, NULL);
+	prev_ExecutorEnd = ExecutorEnd_hook;
+	ExecutorEnd_hook = geo_executor_end;
+	prev_ProcessUtility = ProcessUtility_hook;
+	ProcessUtility_hook = geo_process_utility;
+}
+
+/* ---- merging ---- */
+
+int64
+geo_buffer_entries(Relation index)
+{
+	ArcherBufferMeta meta;
+
+	archer_buffer_read_meta(index, ARCHER_GEO_PAGE_ID, &meta);
+	return meta.entries;
+}
+
+/* The head page is merged if it holds no more entries than the merge read */
+static int
+page_merged(Relation index, Page page, BlockNumber blkno, void *arg)
+{
+	int			nentries = archer_page_nentries(page, sizeof(GeoLeafEntry));
+
+	return nentries == *(int *) arg ? nentries : -1;
+}
+
+/*
+ * Merge buffer pages into the tree, oldest first, until empty or
+ * max_entries (if > 0) are merged; the caller holds ARCHER_MERGE_LOCK.
+ */
+int64
+geo_buffer_merge(Relation index, int64 max_entries)
+{
+	GeoLeafEntry *entries = palloc(sizeof(GeoLeafEntry) * GEO_LEAF_CAPACITY);
+	TimestampTz start = GetCurrentTimestamp();
+	int64		merged = 0;
+
+	while (max_entries <= 0 || merged < max_entries)
+	{
+		ArcherBufferMeta meta;
+		Buffer		buf;
+		Page		page;
+		int			nentries;
+
+		archer_buffer_read_meta(index, ARCHER_GEO_PAGE_ID, &meta);
+		if (!BlockNumberIsValid(meta.head))
+			break;
+		buf = archer_read_page(index, meta.head, BUFFER_LOCK_SHARE, ARCHER_GEO_PAGE_ID);
+		page = BufferGetPage(buf);
+		if (!(ArcherPageGetOpaque(page)->flags & ARCHER_PAGE_BUFFER))
+			archer_corrupted(index, meta.head, "The insert buffer's head is not a buffer page.");
+		nentries = archer_page_nentries(page, sizeof(GeoLeafEntry));
+		if (nentries > GEO_LEAF_CAPACITY)
+			archer_corrupted(index, meta.head, "An insert buffer page holds too many entries.");
+		memcpy(entries, ArcherPageGetEntries(page), sizeof(GeoLeafEntry) * nentries);
+		UnlockReleaseBuffer(buf);
+
+		for (int i = 0; i < nentries;)
+		{
+			CHECK_FOR_INTERRUPTS();
+			i += geo_tree_insert_run(index, &entries[i], nentries - i);
+		}
+		/* entries appended meanwhile keep the page: the next turn merges them */
+		if (archer_buffer_free_head(index, ARCHER_GEO_PAGE_ID, meta.head, page_merged, &nentries))
+			merged += nentries;
+	}
+	pfree(entries);
+	if (merged > 0)
+		archer_buffer_record_merge(index, ARCHER_GEO_PAGE_ID, merged, start);
+	return merged;
+}
+
+/* VACUUM: merge everything and keep merges out until geo_buffer_vacuum_end */
+void
+geo_buffer_vacuum_begin(Relation index)
+{
+	LockPage(index, ARCHER_MERGE_LOCK, ExclusiveLock);
+	(void) geo_buffer_merge(index, 0);
+}
+
+void
+geo_buffer_vacuum_end(Relation index)
+{
+	UnlockPage(index, ARCHER_MERGE_LOCK, ExclusiveLock);
+}
+
+/* ---- what scans read ---- */
+
+typedef struct CollectState
+{
+	GeoLeafEntry *entries;
+	int			nentries;
+	int			maxentries;
+} CollectState;
+
+static void
+collect_page(Relation index, Page page, BlockNumber blkno, void *arg)
+{
+	CollectState *collect = (CollectState *) arg;
+	int			n = archer_page_nentries(page, sizeof(GeoLeafEntry));
+
+	if (n > GEO_LEAF_CAPACITY)
+		archer_corrupted(index, blkno, "An insert buffer page holds too many entries.");
+	if (collect->nentries + n > collect->maxentries)
+	{
+		collect->maxentries = Max(collect->maxentries * 2, collect->nentries + n);
+		collect->entries = repalloc_huge(collect->entries,
+										 sizeof(GeoLeafEntry) * collect->maxentries);
+	}
+	memcpy(&collect->entries[collect->nentries], ArcherPageGetEntries(page),
+		   sizeof(GeoLeafEntry) * n);
+	collect->nentries += n;
+}
+
+/*
+ * Every buffered entry, sorted by key, in the current memory context
+ * (after writing this session's pending entries); NULL if there are none.
+ */
+GeoLeafEntry *
+geo_buffer_collect(Relation index, int *nentries)
+{
+	CollectState collect;
+	ArcherBufferMeta meta;
+
+	geo_buffer_flush_pending(index);
+	*nentries = 0;
+	archer_buffer_read_meta(index, ARCHER_GEO_PAGE_ID, &meta);
+	if (!BlockNumberIsValid(meta.head))
+		return NULL;
+	collect.maxentries = Max(meta.entries, 64);
+	collect.nentries = 0;
+	collect.entries = palloc(sizeof(GeoLeafEntry) * collect.maxentries);
+	archer_buffer_walk(index, ARCHER_GEO_PAGE_ID, collect_page, &collect);
+	qsort(collect.entries, collect.nentries, sizeof(GeoLeafEntry), leaf_entry_cmp);
+	*nentries = collect.nentries;
+	return collect.entries;
+}

@@ -1,0 +1,252 @@
+/*-------------------------------------------------------------------------
+ *
+ * insert_buffer.c
+ *	  The page chain of an archer insert buffer, shared by both access
+ *	  methods: appending, walking, freeing merged pages, merge statistics.
+ *	  What an entry is and how it is merged stays with each access method
+ *	  (vec_buffer.c, geo_buffer.c).
+ *
+ * Pages: ARCHER_PAGE_BUFFER pages from the meta page's buffer.head to its
+ * buffer.tail through the right links (ArcherBufferMeta, storage.h).  Each
+ * new page gets a serial number one above the last one handed out.  A page
+ * whose entries are all merged moves, at the head, to the free list
+ * (buffer.free, linked through the right links, flagged
+ * ARCHER_PAGE_DELETED), which appends take pages from before extending the
+ * index; the free space map is not involved.
+ *
+ * Locking: appends lock the meta page exclusively, then the tail page and
+ * a new page; freeing the head page locks the meta page, then the page.
+ * Walks take no lock beyond one page at a time: a walk that reaches a page
+ * that is no buffer page, or whose serial does not follow its
+ * predecessor's, knows the page was freed (and maybe reused) under it, and
+ * restarts from the head; pages before the head are merged, so their
+ * entries are in the main structure.  The same holds on a standby, where
+ * replay frees pages under the walk.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "miscadmin.h"
+#include "utils/timestamp.h"
+
+#include "storage.h"
+
+/* Most restarts one walk makes before calling the chain corrupted */
+#define WALK_MAX_RESTARTS		1000
+
+void
+archer_buffer_read_meta(Relation index, uint16 page_id, ArcherBufferMeta *meta)
+{
+	Buffer		metabuf = archer_read_page(index, ARCHER_META_BLKNO, BUFFER_LOCK_SHARE, page_id);
+
+	*meta = *ArcherPageGetBufferMeta(BufferGetPage(metabuf));
+	UnlockReleaseBuffer(metabuf);
+}
+
+/*
+ * Start a WAL record that appends to the buffer: lock the meta page and
+ * the tail page, or when the tail lacks need bytes of free space, a page
+ * from the free list or a new one, linked after the tail.  The caller
+ * writes its entries into append->target, counts them in
+ * append->meta->entries and calls archer_buffer_append_finish.
+ */
+void
+archer_buffer_append_begin(Relation index, uint16 page_id, Size need, ArcherBufferAppend *append)
+{
+	ArcherBufferMeta *meta;
+
+	append->metabuf = archer_read_page(index, ARCHER_META_BLKNO, BUFFER_LOCK_EXCLUSIVE, page_id);
+	append->tailbuf = InvalidBuffer;
+	append->newbuf = InvalidBuffer;
+	meta = ArcherPageGetBufferMeta(BufferGetPage(append->metabuf));
+	if (BlockNumberIsValid(meta->tail))
+	{
+		append->tailbuf = archer_read_page(index, meta->tail, BUFFER_LOCK_EXCLUSIVE, page_id);
+		if (!(ArcherPageGetOpaque(BufferGetPage(append->tailbuf))->flags & ARCHER_PAGE_BUFFER))
+			archer_corrupted(index, meta->tail, "The insert buffer's tail is not a buffer page.");
+	}
+	if (!BufferIsValid(append->tailbuf) ||
+		PageGetExactFreeSpace(BufferGetPage(append->tailbuf)) < need)
+	{
+		if (BlockNumberIsValid(meta->free))
+		{
+			append->newbuf = archer_read_page(index, meta->free, BUFFER_LOCK_EXCLUSIVE, page_id);
+			if (!(ArcherPageGetOpaque(BufferGetPage(append->newbuf))->flags & ARCHER_PAGE_DELETED))
+				archer_corrupted(index, meta->free, "The free list of buffer pages holds a page in use.");
+		}
+		else
+			append->newbuf = archer_new_buffer(index);
+	}
+
+	append->state = GenericXLogStart(index);
+	meta = append->meta = ArcherPageGetBufferMeta(GenericXLogRegisterBuffer(append->state,
+																			 append->metabuf, 0));
+	if (BufferIsValid(append->newbuf))
+	{
+		BlockNumber newblk = BufferGetBlockNumber(append->newbuf);
+		Page		target = GenericXLogRegisterBuffer(append->state, append->newbuf,
+													   GENERIC_XLOG_FULL_IMAGE);
+
+		if (newblk == meta->free)
+			meta->free = ArcherPageGetOpaque(target)->rightlink;
+		archer_page_init(target, page_id, ARCHER_PAGE_BUFFER, 0);
+		ArcherBufferPageSerial(target) = ++meta->serial;
+		if (BufferIsValid(append->tailbuf))
+			ArcherPageGetOpaque(GenericXLogRegisterBuffer(append->state, append->tailbuf, 0))->rightlink = newblk;
+		else
+			meta->head = newblk;
+		meta->tail = newblk;
+		meta->pages++;
+		append->target = target;
+	}
+	else
+		append->target = GenericXLogRegisterBuffer(append->state, append->tailbuf, 0);
+}
+
+void
+archer_buffer_append_finish(ArcherBufferAppend *append)
+{
+	GenericXLogFinish(append->state);
+	if (BufferIsValid(append->newbuf))
+		UnlockReleaseBuffer(append->newbuf);
+	if (BufferIsValid(append->tailbuf))
+		UnlockReleaseBuffer(append->tailbuf);
+	UnlockReleaseBuffer(append->metabuf);
+}
+
+/*
+ * Call callback, under the page's share lock, for every buffer page from
+ * the head, once each, oldest first.  Pages a merge frees meanwhile may or
+ * may not be passed: their entries are in the main structure by then.
+ */
+void
+archer_buffer_walk(Relation index, uint16 page_id, ArcherBufferPageCallback callback, void *arg)
+{
+	ArcherBufferMeta meta;
+	BlockNumber blkno;
+	uint64		prev = 0;		/* serial of the page the walk came from */
+	uint64		done = 0;		/* highest serial passed on */
+	bool		from_head = true;
+	int			restarts = 0;
+
+	archer_buffer_read_meta(index, page_id, &meta);
+	blkno = meta.head;
+	while (BlockNumberIsValid(blkno))
+	{
+		Buffer		buf = archer_read_page(index, blkno, BUFFER_LOCK_SHARE, page_id);
+		Page		page = BufferGetPage(buf);
+		uint64		serial = ArcherBufferPageSerial(page);
+		BlockNumber next = ArcherPageGetOpaque(page)->rightlink;
+
+		CHECK_FOR_INTERRUPTS();
+		if (!(ArcherPageGetOpaque(page)->flags & ARCHER_PAGE_BUFFER) ||
+			(!from_head && serial != prev + 1))
+		{
+			UnlockReleaseBuffer(buf);
+			if (from_head || ++restarts > WALK_MAX_RESTARTS)
+				archer_corrupted(index, blkno, "The insert buffer chain leads to a page that is not a buffer page.");
+			archer_buffer_read_meta(index, page_id, &meta);
+			blkno = meta.head;
+			from_head = true;
+			continue;
+		}
+		/* after a restart, pages passed before may lead the chain still */
+		if (serial > done)
+			callback(index, page, blkno, arg);
+		UnlockReleaseBuffer(buf);
+		done = Max(done, serial);
+		prev = serial;
+		from_head = false;
+		blkno = next;
+	}
+}
+
+/*
+ * Move the head page blkno to the free list if page_done says, under the
+ * page's exclusive lock, that every entry on it is merged (an append may
+ * have added one since the merge read it), uncounting the entries it says
+ * the page still counts; returns whether it did.
+ */
+bool
+archer_buffer_free_head(Relation index, uint16 page_id, BlockNumber blkno,
+						ArcherBufferPageDone page_done, void *arg)
+{
+	Buffer		metabuf = archer_read_page(index, ARCHER_META_BLKNO, BUFFER_LOCK_EXCLUSIVE, page_id);
+	Buffer		buf = archer_read_page(index, blkno, BUFFER_LOCK_EXCLUSIVE, page_id);
+	int			nentries = page_done(index, BufferGetPage(buf), blkno, arg);
+
+	if (nentries >= 0)
+	{
+		GenericXLogState *state = GenericXLogStart(index);
+		ArcherBufferMeta *meta = ArcherPageGetBufferMeta(GenericXLogRegisterBuffer(state, metabuf, 0));
+		Page		page = GenericXLogRegisterBuffer(state, buf, 0);
+
+		if (meta->head != blkno)
+			elog(ERROR, "archer: buffer page %u is not the head of the insert buffer", blkno);
+		meta->head = ArcherPageGetOpaque(page)->rightlink;
+		if (meta->tail == blkno)
+			meta->tail = InvalidBlockNumber;
+		meta->pages--;
+		meta->entries -= nentries;
+		ArcherPageGetOpaque(page)->flags = ARCHER_PAGE_DELETED;
+		ArcherPageGetOpaque(page)->rightlink = meta->free;
+		meta->free = blkno;
+		GenericXLogFinish(state);
+	}
+	UnlockReleaseBuffer(buf);
+	UnlockReleaseBuffer(metabuf);
+	return nentries >= 0;
+}
+
+/* Count a merge run in the meta page */
+void
+archer_buffer_record_merge(Relation index, uint16 page_id, int64 merged, TimestampTz start)
+{
+	Buffer		metabuf = archer_read_page(index, ARCHER_META_BLKNO, BUFFER_LOCK_EXCLUSIVE, page_id);
+	GenericXLogState *state = GenericXLogStart(index);
+	ArcherBufferMeta *meta = ArcherPageGetBufferMeta(GenericXLogRegisterBuffer(state, metabuf, 0));
+	TimestampTz end = GetCurrentTimestamp();
+
+	meta->merges++;
+	meta->merged_entries += merged;
+	meta->last_merge_end = end;
+	meta->last_merge_us = end - start;
+	GenericXLogFinish(state);
+	UnlockReleaseBuffer(metabuf);
+}
+
+/*
+ * Verify: the chain runs from the head through buffer pages with
+ * consecutive serial numbers to the tail, as many as the meta page counts
+ * (the caller locks writers out); callback sees each page.
+ */
+void
+archer_buffer_check_chain(Relation index, uint16 page_id, const ArcherBufferMeta *meta,
+						  ArcherBufferPageCallback callback, void *arg)
+{
+	BlockNumber blkno = meta->head;
+	BlockNumber last = InvalidBlockNumber;
+	uint32		npages = 0;
+	uint64		serial = 0;
+
+	while (BlockNumberIsValid(blkno))
+	{
+		Buffer		buf = archer_read_page(index, blkno, BUFFER_LOCK_SHARE, page_id);
+		Page		page = BufferGetPage(buf);
+
+		CHECK_FOR_INTERRUPTS();
+		if (!(ArcherPageGetOpaque(page)->flags & ARCHER_PAGE_BUFFER) ||
+			(npages > 0 && ArcherBufferPageSerial(page) != serial + 1) ||
+			++npages > meta->pages)
+			archer_corrupted(index, blkno, "The insert buffer chain is broken.");
+		serial = ArcherBufferPageSerial(page);
+		if (callback)
+			callback(index, page, blkno, arg);
+		last = blkno;
+		blkno = ArcherPageGetOpaque(page)->rightlink;
+		UnlockReleaseBuffer(buf);
+	}
+	if (npages != meta->pages || last != meta->tail)
+		archer_corrupted(index, ARCHER_META_BLKNO, "The insert buffer chain does not match the meta page.");
+}
