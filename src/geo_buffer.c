@@ -81,13 +81,18 @@ leaf_entry_cmp(const void *a, const void *b)
 
 /* ---- writing pending entries to buffer pages ---- */
 
-/* Write n entries to the buffer pages, sorted on each page; returns the entries waiting now */
+/*
+ * Write the pending entries to the buffer pages, sorted on each page,
+ * taking them off the list page by page (so that an error on a second page
+ * never writes the first page's entries twice); returns the entries
+ * waiting in the buffer now.
+ */
 static int64
-write_entries(Relation index, const GeoLeafEntry *entries, int n)
+write_pending(Relation index, GeoPending *pending)
 {
 	int64		nwaiting = 0;
 
-	while (n > 0)
+	while (pending->nentries > 0)
 	{
 		ArcherBufferAppend append;
 		Page		page;
@@ -99,32 +104,36 @@ write_entries(Relation index, const GeoLeafEntry *entries, int n)
 		page = append.target;
 		nentries = archer_page_nentries(page, sizeof(GeoLeafEntry));
 		room = (int) (PageGetExactFreeSpace(page) / sizeof(GeoLeafEntry));
-		take = Min(room, n);
-		memcpy(ArcherPageGetEntries(page) + nentries * sizeof(GeoLeafEntry), entries,
+		take = Min(room, pending->nentries);
+		memcpy(ArcherPageGetEntries(page) + nentries * sizeof(GeoLeafEntry), pending->entries,
 			   take * sizeof(GeoLeafEntry));
 		archer_page_set_nentries(page, sizeof(GeoLeafEntry), nentries + take);
 		qsort(ArcherPageGetEntries(page), nentries + take, sizeof(GeoLeafEntry), leaf_entry_cmp);
 		append.meta->entries += take;
 		nwaiting = append.meta->entries;
 		archer_buffer_append_finish(&append);
-		entries += take;
-		n -= take;
+		pending->nentries -= take;
+		memmove(pending->entries, pending->entries + take, sizeof(GeoLeafEntry) * pending->nentries);
+		memmove(pending->subxids, pending->subxids + take, sizeof(SubTransactionId) * pending->nentries);
 	}
 	return nwaiting;
 }
 
+/*
+ * Write the pending list; with may_merge, a session that fills the buffer
+ * merges it (unless a merge runs), but never at commit, where an error in
+ * the merge would abort the transaction for others' entries.
+ */
 static void
-flush_pending(Relation index, GeoPending *pending)
+flush_pending(Relation index, GeoPending *pending, bool may_merge)
 {
 	int64		nwaiting;
 
 	if (pending->nentries == 0)
 		return;
-	nwaiting = write_entries(index, pending->entries, pending->nentries);
-	pending->nentries = 0;
+	nwaiting = write_pending(index, pending);
 	archer_request_merge(nwaiting);
-	/* back-pressure: a session that fills the buffer merges it, unless a merge runs */
-	if (nwaiting >= archer_insert_buffer_max_entries)
+	if (may_merge && nwaiting >= archer_insert_buffer_max_entries)
 		(void) archer_merge_buffer(index, 0, false);
 }
 
@@ -143,9 +152,12 @@ find_pending(Oid indexoid)
 	return NULL;
 }
 
-/* Write every pending list; those of dropped or rewritten indexes are dropped */
+/*
+ * Write every pending list (may_merge: see flush_pending); those of dropped
+ * or rewritten indexes are dropped
+ */
 static void
-flush_all_pending(void)
+flush_all_pending(bool may_merge)
 {
 	ListCell   *lc;
 
@@ -163,7 +175,7 @@ flush_all_pending(void)
 			continue;
 		}
 		if (RelFileNodeEquals(index->rd_node, pending->node))
-			flush_pending(index, pending);
+			flush_pending(index, pending, may_merge);
 		pending->nentries = 0;
 		relation_close(index, RowExclusiveLock);
 	}
@@ -218,7 +230,7 @@ geo_buffer_add(Relation index, uint64 cellid, ItemPointer tid)
 	pending->entries[pending->nentries].unused = 0;
 	pending->subxids[pending->nentries] = GetCurrentSubTransactionId();
 	if (++pending->nentries == GEO_LEAF_CAPACITY)
-		flush_pending(index, pending);
+		flush_pending(index, pending, true);
 }
 
 /* A scan of the index starts in this session: it must see this session's rows */
@@ -228,7 +240,7 @@ geo_buffer_flush_pending(Relation index)
 	GeoPending *pending = find_pending(RelationGetRelid(index));
 
 	if (pending != NULL && pending->nentries > 0 && RelFileNodeEquals(index->rd_node, pending->node))
-		flush_pending(index, pending);
+		flush_pending(index, pending, false);
 }
 
 static void
@@ -238,7 +250,7 @@ geo_xact_callback(XactEvent event, void *arg)
 	{
 		case XACT_EVENT_PRE_COMMIT:
 		case XACT_EVENT_PRE_PREPARE:
-			flush_all_pending();
+			flush_all_pending(false);
 			break;
 		case XACT_EVENT_COMMIT:
 		case XACT_EVENT_PREPARE:
@@ -277,7 +289,7 @@ geo_executor_end(QueryDesc *queryDesc)
 	else
 		standard_ExecutorEnd(queryDesc);
 	if (any_pending() && IsTransactionState())
-		flush_all_pending();
+		flush_all_pending(true);
 }
 
 static void
@@ -286,7 +298,7 @@ geo_process_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTr
 					QueryEnvironment *queryEnv, DestReceiver *dest, QueryCompletion *qc)
 {
 	if (any_pending() && IsTransactionState())
-		flush_all_pending();
+		flush_all_pending(true);
 	if (prev_ProcessUtility)
 		prev_ProcessUtility(pstmt, queryString, readOnlyTree, context, params, queryEnv, dest, qc);
 	else
@@ -326,8 +338,10 @@ page_merged(Relation index, Page page, BlockNumber blkno, void *arg)
 }
 
 /*
- * Merge buffer pages into the tree, oldest first, until empty or
- * max_entries (if > 0) are merged; the caller holds ARCHER_MERGE_LOCK.
+ * Merge buffer pages into the tree, oldest first, until max_entries (if >
+ * 0) are merged or the pages the buffer held at the start are merged (so
+ * that sessions appending meanwhile cannot keep it going for ever); the
+ * caller holds ARCHER_MERGE_LOCK.
  */
 int64
 geo_buffer_merge(Relation index, int64 max_entries)
@@ -335,10 +349,13 @@ geo_buffer_merge(Relation index, int64 max_entries)
 	GeoLeafEntry *entries = palloc(sizeof(GeoLeafEntry) * GEO_LEAF_CAPACITY);
 	TimestampTz start = GetCurrentTimestamp();
 	int64		merged = 0;
+	ArcherBufferMeta meta;
+	uint32		pages_left;
 
-	while (max_entries <= 0 || merged < max_entries)
+	archer_buffer_read_meta(index, ARCHER_GEO_PAGE_ID, &meta);
+	pages_left = meta.pages;
+	while (pages_left > 0 && (max_entries <= 0 || merged < max_entries))
 	{
-		ArcherBufferMeta meta;
 		Buffer		buf;
 		Page		page;
 		int			nentries;
@@ -363,7 +380,10 @@ geo_buffer_merge(Relation index, int64 max_entries)
 		}
 		/* entries appended meanwhile keep the page: the next turn merges them */
 		if (archer_buffer_free_head(index, ARCHER_GEO_PAGE_ID, meta.head, page_merged, &nentries))
+		{
 			merged += nentries;
+			pages_left--;
+		}
 	}
 	pfree(entries);
 	if (merged > 0)

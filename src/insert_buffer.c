@@ -16,12 +16,13 @@
  *
  * Locking: appends lock the meta page exclusively, then the tail page and
  * a new page; freeing the head page locks the meta page, then the page.
- * Walks take no lock beyond one page at a time: a walk that reaches a page
- * that is no buffer page, or whose serial does not follow its
- * predecessor's, knows the page was freed (and maybe reused) under it, and
- * restarts from the head; pages before the head are merged, so their
- * entries are in the main structure.  The same holds on a standby, where
- * replay frees pages under the walk.
+ * Walks lock the head page before they release the meta page's share lock
+ * (so the head they read cannot be freed in between), then hold one page
+ * at a time: a walk that reaches a page that is no buffer page, or whose
+ * serial does not follow its predecessor's, knows the page was freed (and
+ * maybe reused) under it, and restarts from the head; pages before the
+ * head are merged, so their entries are in the main structure.  The same
+ * holds on a standby, where replay frees pages under the walk.
  *
  *-------------------------------------------------------------------------
  */
@@ -115,6 +116,20 @@ archer_buffer_append_finish(ArcherBufferAppend *append)
 	UnlockReleaseBuffer(append->metabuf);
 }
 
+/* The head page, share-locked, or InvalidBuffer if the buffer is empty */
+static Buffer
+lock_head(Relation index, uint16 page_id, BlockNumber *blkno)
+{
+	Buffer		metabuf = archer_read_page(index, ARCHER_META_BLKNO, BUFFER_LOCK_SHARE, page_id);
+	Buffer		buf = InvalidBuffer;
+
+	*blkno = ArcherPageGetBufferMeta(BufferGetPage(metabuf))->head;
+	if (BlockNumberIsValid(*blkno))
+		buf = archer_read_page(index, *blkno, BUFFER_LOCK_SHARE, page_id);
+	UnlockReleaseBuffer(metabuf);
+	return buf;
+}
+
 /*
  * Call callback, under the page's share lock, for every buffer page from
  * the head, once each, oldest first.  Pages a merge frees meanwhile may or
@@ -123,18 +138,15 @@ archer_buffer_append_finish(ArcherBufferAppend *append)
 void
 archer_buffer_walk(Relation index, uint16 page_id, ArcherBufferPageCallback callback, void *arg)
 {
-	ArcherBufferMeta meta;
 	BlockNumber blkno;
+	Buffer		buf = lock_head(index, page_id, &blkno);
 	uint64		prev = 0;		/* serial of the page the walk came from */
 	uint64		done = 0;		/* highest serial passed on */
 	bool		from_head = true;
 	int			restarts = 0;
 
-	archer_buffer_read_meta(index, page_id, &meta);
-	blkno = meta.head;
-	while (BlockNumberIsValid(blkno))
+	while (BufferIsValid(buf))
 	{
-		Buffer		buf = archer_read_page(index, blkno, BUFFER_LOCK_SHARE, page_id);
 		Page		page = BufferGetPage(buf);
 		uint64		serial = ArcherBufferPageSerial(page);
 		BlockNumber next = ArcherPageGetOpaque(page)->rightlink;
@@ -146,8 +158,7 @@ archer_buffer_walk(Relation index, uint16 page_id, ArcherBufferPageCallback call
 			UnlockReleaseBuffer(buf);
 			if (from_head || ++restarts > WALK_MAX_RESTARTS)
 				archer_corrupted(index, blkno, "The insert buffer chain leads to a page that is not a buffer page.");
-			archer_buffer_read_meta(index, page_id, &meta);
-			blkno = meta.head;
+			buf = lock_head(index, page_id, &blkno);
 			from_head = true;
 			continue;
 		}
@@ -159,6 +170,8 @@ archer_buffer_walk(Relation index, uint16 page_id, ArcherBufferPageCallback call
 		prev = serial;
 		from_head = false;
 		blkno = next;
+		buf = BlockNumberIsValid(blkno) ?
+			archer_read_page(index, blkno, BUFFER_LOCK_SHARE, page_id) : InvalidBuffer;
 	}
 }
 

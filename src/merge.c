@@ -54,15 +54,14 @@ archer_buffer_entries(Relation index)
 }
 
 /*
- * Merge up to max_entries (all if <= 0) buffered entries of the index,
- * which the caller has open with RowExclusiveLock; returns how many.  With
- * wait false, returns 0 at once if another merge holds the index.
+ * Merge up to max_entries (if > 0) buffered entries of the index, which the
+ * caller has open with RowExclusiveLock; returns how many.  With wait
+ * false, returns -1 at once if another merge (or VACUUM) holds the index.
  */
 int64
 archer_merge_buffer(Relation index, int64 max_entries, bool wait)
 {
 	int64		merged;
-
 	bool		vector;
 	BlockNumber lockpage;
 
@@ -74,7 +73,7 @@ archer_merge_buffer(Relation index, int64 max_entries, bool wait)
 	if (wait)
 		LockPage(index, lockpage, ExclusiveLock);
 	else if (!ConditionalLockPage(index, lockpage, ExclusiveLock))
-		return 0;
+		return -1;
 	merged = vector ? vec_buffer_merge(index, max_entries) : geo_buffer_merge(index, max_entries);
 	UnlockPage(index, lockpage, ExclusiveLock);
 	return merged;

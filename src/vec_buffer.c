@@ -143,8 +143,8 @@ page_all_merged(Relation index, Page page, BlockNumber blkno, void *arg)
 
 /*
  * Merge entries into the graph, oldest page first, freeing the pages it
- * empties, until the buffer is empty or max_entries (if > 0) are merged;
- * returns how many it merged.  The caller holds VEC_INSERT_LOCK
+ * empties, until the pages the buffer held at the start are merged or
+ * max_entries (if > 0) are; returns how many it merged.  The caller holds VEC_INSERT_LOCK
  * exclusively.
  */
 int64
@@ -157,11 +157,16 @@ vec_buffer_merge(Relation index, int64 max_entries)
 	float	   *x = palloc(sizeof(float) * Max(info->dim, 1));
 	TimestampTz start = GetCurrentTimestamp();
 	int64		merged = 0;
+	VecMetaPageData meta;
+	uint32		pages_left;
 
-	for (;;)
+	/* the pages there are now: appends meanwhile cannot keep it going for ever */
+	vec_read_meta(index, &meta);
+	pages_left = meta.buffer.pages;
+	while (pages_left > 0)
 	{
-		VecMetaPageData meta;
 		PageEntries copy;
+		bool		freed;
 
 		vec_read_meta(index, &meta);
 		if (!BlockNumberIsValid(meta.buffer.head) || info->dim == 0)
@@ -180,8 +185,11 @@ vec_buffer_merge(Relation index, int64 max_entries)
 		if (max_entries > 0 && merged >= max_entries)
 			break;
 		/* entries appended meanwhile keep the page: the next turn merges them */
-		if (!archer_buffer_free_head(index, ARCHER_VEC_PAGE_ID, meta.buffer.head,
-									 page_all_merged, (void *) info) && copy.n == 0)
+		freed = archer_buffer_free_head(index, ARCHER_VEC_PAGE_ID, meta.buffer.head,
+										page_all_merged, (void *) info);
+		if (freed)
+			pages_left--;
+		else if (copy.n == 0)
 			break;
 		MemoryContextReset(cxt);
 		x = palloc(sizeof(float) * Max(info->dim, 1));

@@ -532,12 +532,8 @@ vec_insert(Relation index, Datum *values, bool *isnull, ItemPointer ht_ctid,
 												vec_buffer_entry_size(info));
 
 		archer_request_merge(waiting);
-		if (waiting >= (uint32) archer_insert_buffer_max_entries &&
-			ConditionalLockPage(index, VEC_INSERT_LOCK, ExclusiveLock))
-		{
-			(void) vec_buffer_merge(index, 0);
-			UnlockPage(index, VEC_INSERT_LOCK, ExclusiveLock);
-		}
+		if (waiting >= (uint32) archer_insert_buffer_max_entries)
+			(void) archer_merge_buffer(index, 0, false);
 	}
 	else
 	{

@@ -26,12 +26,15 @@
  *	  cancels it after deadlock_timeout;
  *	- SIGTERM (shutdown, pg_terminate_backend) ends it at the next entry.
  * Each index is merged as its table's owner under
- * SECURITY_RESTRICTED_OPERATION, as autovacuum runs index code.  A worker
- * that fails (its ERROR is in the log) leaves its database pending; the
- * launcher retries after a back-off that doubles from the nap time up to
- * MAX_BACKOFF_MS and logs it.  The launcher never runs during recovery
- * (BgWorkerStart_RecoveryFinished: a standby gets merges through WAL) and
- * the postmaster restarts it if it dies.
+ * SECURITY_RESTRICTED_OPERATION, as autovacuum runs index code.  An error
+ * while merging one index is logged and ends that index's turn only; a
+ * worker that met one leaves its database pending, and the launcher
+ * retries after a back-off that doubles from the nap time up to
+ * MAX_BACKOFF_MS and logs it.  A database's slot is freed when a pass
+ * ends well with nothing pending, or when the database is gone.  The
+ * launcher never runs during recovery (BgWorkerStart_RecoveryFinished: a
+ * standby gets merges through WAL); the postmaster restarts it if it dies
+ * or is terminated.
  *
  *-------------------------------------------------------------------------
  */
@@ -271,7 +274,9 @@ reap_workers(BackgroundWorkerHandle **handles, int *nrunning)
 		finished = slot->finished;
 		dboid = slot->dboid;
 		slot->running = false;
-		if (finished)
+		if (finished && !slot->pending)
+			memset(slot, 0, sizeof(MergeDatabase));	/* free for another database */
+		else if (finished)
 			slot->failures = 0;
 		else
 		{
@@ -387,7 +392,8 @@ archer_merge_launcher_main(Datum main_arg)
 		/* absorbs proc signal barriers (DROP DATABASE waits for them) */
 		CHECK_FOR_INTERRUPTS();
 	}
-	proc_exit(0);
+	/* not 0: the postmaster restarts the launcher unless it is shutting down */
+	proc_exit(1);
 }
 
 /* ---- a database worker ---- */
@@ -427,7 +433,9 @@ archer_index_oids(void)
 		{
 			Form_pg_class form = (Form_pg_class) GETSTRUCT(tuple);
 
+			/* other sessions' temporary indexes are theirs to merge */
 			if (form->relkind == RELKIND_INDEX &&
+				form->relpersistence != RELPERSISTENCE_TEMP &&
 				(form->relam == geo_am || form->relam == vec_am))
 				oids = lappend_oid(oids, form->oid);
 		}
@@ -448,7 +456,8 @@ merge_error_context(void *arg)
 /*
  * Merge one chunk of the index's buffer in the current transaction, if it
  * holds at least min_entries; returns how many entries it merged, or -1 if
- * someone holds the index or its table in a conflicting mode.
+ * someone holds the index or its table in a conflicting mode, or another
+ * merge runs.
  */
 static int64
 merge_chunk(Oid indexoid, int64 min_entries)
@@ -491,23 +500,71 @@ merge_chunk(Oid indexoid, int64 min_entries)
 	return merged;
 }
 
+/* How merging one index went */
+typedef enum MergeOutcome
+{
+	MERGE_DONE,					/* nothing (more) to merge now */
+	MERGE_MORE,					/* merged a chunk; there may be more */
+	MERGE_SKIPPED,				/* held by someone, or cancelled by a lock waiter */
+	MERGE_FAILED				/* an error, logged */
+} MergeOutcome;
+
+/*
+ * One chunk of the index in a transaction of its own.  An error ends only
+ * this index's turn: it is logged (a cancel by a session waiting for our
+ * lock is not an error) and the transaction aborted, and the worker goes
+ * on with the other indexes.
+ */
+static MergeOutcome
+merge_chunk_transaction(Oid indexoid, int64 min_entries)
+{
+	volatile MergeOutcome outcome;
+
+	PG_TRY();
+	{
+		int64		merged;
+
+		StartTransactionCommand();
+		merged = merge_chunk(indexoid, min_entries);
+		CommitTransactionCommand();
+		outcome = merged > 0 ? MERGE_MORE : merged < 0 ? MERGE_SKIPPED : MERGE_DONE;
+	}
+	PG_CATCH();
+	{
+		HOLD_INTERRUPTS();
+		if (geterrcode() == ERRCODE_QUERY_CANCELED)
+			outcome = MERGE_SKIPPED;
+		else
+		{
+			EmitErrorReport();
+			outcome = MERGE_FAILED;
+		}
+		AbortOutOfAnyTransaction();
+		FlushErrorState();
+		RESUME_INTERRUPTS();
+	}
+	PG_END_TRY();
+	return outcome;
+}
+
 /*
  * Merge the indexes' buffers a chunk per transaction, taking the indexes in
  * turn so that one busy index does not hold up the others, until none of
  * them has a chunk to merge.  An index is merged only once its buffer holds
- * archer.merge_threshold entries; once started, it is emptied.  Returns
- * whether it skipped an index someone held.
+ * archer.merge_threshold entries; once started, it is emptied.  Sets
+ * *skipped if it skipped an index someone held, *failed if merging one
+ * failed.
  */
-static bool
-merge_indexes(List *indexes)
+static void
+merge_indexes(List *indexes, bool *skipped, bool *failed)
 {
 	ErrorContextCallback errcallback;
 	int			nindexes = list_length(indexes);
 	int64	   *min_entries = palloc(sizeof(int64) * Max(nindexes, 1));
 	Oid			indexoid = InvalidOid;
 	bool		progress = true;
-	bool		skipped = false;
 
+	*skipped = *failed = false;
 	for (int i = 0; i < nindexes; i++)
 		min_entries[i] = archer_merge_threshold;
 	errcallback.callback = merge_error_context;
@@ -519,23 +576,21 @@ merge_indexes(List *indexes)
 		progress = false;
 		for (int i = 0; i < nindexes; i++)
 		{
-			int64		merged;
+			MergeOutcome outcome;
 
 			if (min_entries[i] == PG_INT64_MAX)
 				continue;
 			CHECK_FOR_INTERRUPTS();
 			indexoid = list_nth_oid(indexes, i);
-			StartTransactionCommand();
-			merged = merge_chunk(indexoid, min_entries[i]);
-			CommitTransactionCommand();
-			min_entries[i] = merged > 0 ? 1 : PG_INT64_MAX;
-			progress |= merged > 0;
-			skipped |= merged < 0;
+			outcome = merge_chunk_transaction(indexoid, min_entries[i]);
+			min_entries[i] = outcome == MERGE_MORE ? 1 : PG_INT64_MAX;
+			progress |= outcome == MERGE_MORE;
+			*skipped |= outcome == MERGE_SKIPPED;
+			*failed |= outcome == MERGE_FAILED;
 		}
 	}
 	error_context_stack = errcallback.previous;
 	pfree(min_entries);
-	return skipped;
 }
 
 void
@@ -544,6 +599,7 @@ archer_merge_worker_main(Datum main_arg)
 	Oid			dboid = DatumGetObjectId(main_arg);
 	MergeDatabase *slot;
 	bool		skipped;
+	bool		failed;
 
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
@@ -551,13 +607,14 @@ archer_merge_worker_main(Datum main_arg)
 	act_as_autovacuum();
 	pgstat_report_appname("archer merge worker");
 
-	skipped = merge_indexes(archer_index_oids());
+	merge_indexes(archer_index_oids(), &skipped, &failed);
 
 	SpinLockAcquire(&merge_shared->mutex);
 	slot = database_slot(dboid);
 	if (slot != NULL)
 	{
-		slot->finished = true;
+		/* a failure makes the launcher back off before the next pass */
+		slot->finished = !failed;
 		/* the launcher starts another pass after its nap for what was held */
 		slot->pending |= skipped;
 	}

@@ -405,5 +405,7 @@ FROM pg_catalog.pg_class c
 JOIN pg_catalog.pg_am a ON a.oid = c.relam
 JOIN pg_catalog.pg_index i ON i.indexrelid = c.oid,
 LATERAL @extschema@.archer_index_stats(c.oid) s
-WHERE a.amname IN ('archer_geo', 'archer_vector') AND c.relkind = 'i';
+WHERE a.amname IN ('archer_geo', 'archer_vector') AND c.relkind = 'i'
+	-- other sessions' temporary indexes cannot be read
+	AND NOT pg_catalog.pg_is_other_temp_schema(c.relnamespace);
 COMMENT ON VIEW archer_index_stats IS 'one row per archer index: insert buffer, merges, tree height or graph nodes';

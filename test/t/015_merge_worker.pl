@@ -9,12 +9,14 @@
 #    meanwhile repeated REPEATABLE READ transactions compare index answers
 #    with sequential-scan answers in the same snapshot; afterwards the
 #    worker has emptied both buffers (merges counted) and both verify
-#    functions pass;
+#    functions pass; another session's temporary buffered index is left
+#    alone; a terminated launcher comes back;
 # 3. kill -9 of the worker in the middle of a merge (a crash restart of the
 #    cluster): afterwards verify passes, answers equal a sequential scan,
 #    and the buffers drain;
-# 4. DROP INDEX and DROP DATABASE while a worker merges a large buffer:
-#    both succeed;
+# 4. DROP INDEX, DROP TABLE, REINDEX, DROP EXTENSION, DROP DATABASE and a
+#    fast shutdown while a worker merges a large buffer: each succeeds
+#    without waiting for the merge;
 # 5. a standby never starts the launcher; after promotion it does.
 # Cluster without preloading:
 # 6. no launcher; a session merges when its buffer is full, VACUUM merges
@@ -148,6 +150,28 @@ is($node->safe_psql('postgres', "SELECT archer_vector_verify('vecs_v') = (SELECT
 	'archer_vector_verify: every row indexed once');
 is($node->safe_psql('postgres', $compare_geo), 'same', 'after merges: geo answers equal a sequential scan');
 
+# another session's temporary buffered index: the worker leaves it to its
+# session and still merges the others; the statistics view skips it
+my $temp = $node->background_psql('postgres');
+$temp->query_safe(q{
+CREATE TEMP TABLE tpts (p point);
+CREATE INDEX tpts_p ON tpts USING archer_geo (p) WITH (insert_buffer = on);
+INSERT INTO tpts (p) SELECT point(g % 360 - 180, 0) FROM generate_series(1, 500) g;
+});
+$node->safe_psql('postgres', 'INSERT INTO pts (p) SELECT point(random() * 360 - 180, random() * 180 - 90) FROM generate_series(1, 300)');
+wait_for($node, q{SELECT buffer_entries < 100 FROM archer_index_stats WHERE index = 'pts_p'::regclass},
+	"with another session's temporary buffered index, the worker merges the others");
+is($temp->query_safe(q{SELECT buffer_entries FROM archer_index_stats WHERE index = 'tpts_p'::regclass}), '500',
+	'the temporary index keeps its buffer, and its own session sees it in the view');
+$temp->quit;
+unlike(slurp_file($node->logfile), qr/cannot access temporary tables of other sessions/,
+	'no worker touched the temporary index');
+
+# a terminated launcher comes back (after bgw_restart_time, 10 s)
+$node->safe_psql('postgres', q{SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE backend_type = 'archer merge launcher'});
+wait_for($node, q{SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'archer merge launcher'},
+	'a terminated launcher is restarted');
+
 # ---------------------------------------------------------------------------
 # 3. kill -9 of the worker in the middle of a merge
 # ---------------------------------------------------------------------------
@@ -190,7 +214,16 @@ like(slurp_file($node->logfile), qr/archer merge worker.*terminated by signal 9/
 # ---------------------------------------------------------------------------
 # 4. DROP INDEX and DROP DATABASE while a worker merges
 # ---------------------------------------------------------------------------
-for my $what ('DROP INDEX', 'DROP DATABASE')
+# each waits for the worker at most a moment (a merge of this buffer takes
+# far longer than the bound)
+my %busy_sql = (
+	'DROP INDEX' => [ 'busy', 'DROP INDEX vecs_v' ],
+	'DROP TABLE' => [ 'busy', 'DROP TABLE vecs' ],
+	'REINDEX' => [ 'busy', 'REINDEX INDEX vecs_v' ],
+	'DROP EXTENSION' => [ 'busy', 'DROP EXTENSION archer CASCADE' ],
+	'DROP DATABASE' => [ 'postgres', 'DROP DATABASE busy' ],
+	'fast shutdown' => undef);
+for my $what ('DROP INDEX', 'DROP TABLE', 'REINDEX', 'DROP EXTENSION', 'DROP DATABASE', 'fast shutdown')
 {
 	$node->safe_psql('postgres', 'CREATE DATABASE busy');
 	$node->safe_psql('postgres', 'ALTER SYSTEM SET archer.merge_workers = 0; SELECT pg_reload_conf()');
@@ -206,12 +239,18 @@ INSERT INTO vecs (v) SELECT ARRAY(SELECT random() + 0 * g FROM generate_series(1
 	wait_for($node, q{SELECT count(*) > 0 FROM pg_stat_activity WHERE backend_type = 'archer merge worker' AND datname = 'busy'},
 		"$what: a merge worker works in the database");
 	my $start = time();
-	my ($ret, $out, $err) = $what eq 'DROP INDEX'
-	  ? $node->psql('busy', 'DROP INDEX vecs_v')
-	  : $node->psql('postgres', 'DROP DATABASE busy');
+	if ($busy_sql{$what})
+	{
+		my ($ret, $out, $err) = $node->psql(@{ $busy_sql{$what} });
+		is($ret, 0, "$what while the worker merges succeeds") or diag($err);
+	}
+	else
+	{
+		$node->restart;
+		ok(1, 'fast shutdown while the worker merges');
+	}
 	my $elapsed = time() - $start;
-	is($ret, 0, "$what while the worker merges succeeds") or diag($err);
-	note(sprintf('%s took %.2f s', $what, $elapsed));
+	cmp_ok($elapsed, '<', 10, sprintf('%s waited %.2f s for the worker', $what, $elapsed));
 	$node->safe_psql('postgres', 'DROP DATABASE IF EXISTS busy');
 }
 my @bad = grep { /PANIC|TRAP:|terminated by signal 11/ } split /\n/, slurp_file($node->logfile);
