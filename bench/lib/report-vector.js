@@ -119,6 +119,20 @@ if (ins) {
 		line(`archer_flush then merged ${big(flush.m.entries)} entries in ${f(flush.m.seconds, 1)} s (${big(flush.m.entries_per_s)} entries/s).`);
 	line();
 }
+const idle = find('merge', 'idle'), during = find('merge', 'during');
+if (idle && during) {
+	H('vector.merge.during_vs_idle.qps', during.m.qps / idle.m.qps, 'x', 'higher');
+	line('## Queries during merges');
+	line();
+	line(`The index after the inserts, ef_search 40: q/s and recall idle, then while a second client inserts ${big(during.m.ingest_rate)} rows/s through the index's insert buffer (${big(during.m.ingested)} rows during the measurement) and the background merge worker merges them into the same index (${big(during.m.merged_meanwhile)} entries merged meanwhile, ${big(during.m.buffered_at_end)} buffered at the end). The inserted rows are inverted images (255 - pixel), farther from every query than any image, so the exact answers do not change.`);
+	line();
+	table(['state', 'q/s', 'p50 ms', 'p99 ms', 'recall@10', 'q/s vs idle'], [
+		['idle', f(idle.m.qps, 1), f(idle.m.p50_ms, 2), f(idle.m.p99_ms, 2), f(idle.m.recall, 4), '1.00'],
+		['worker merging', f(during.m.qps, 1), f(during.m.p50_ms, 2), f(during.m.p99_ms, 2), f(during.m.recall, 4),
+			f(during.m.qps / idle.m.qps, 2)],
+	]);
+	line();
+}
 line('## Conditions');
 line();
 table(['', ''], [
