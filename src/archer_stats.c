@@ -12,7 +12,6 @@
 
 #include "access/htup_details.h"
 #include "catalog/pg_class.h"
-#include "commands/defrem.h"
 #include "funcapi.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
@@ -20,6 +19,7 @@
 #include "utils/timestamp.h"
 
 #include "geo.h"
+#include "merge.h"
 #include "vec.h"
 
 PG_FUNCTION_INFO_V1(archer_index_stats);
@@ -54,8 +54,7 @@ archer_index_stats(PG_FUNCTION_ARGS)
 	archer_check_is_index(indexoid);
 	memset(nulls, true, sizeof(nulls));
 	index = index_open(indexoid, AccessShareLock);
-	if (index->rd_rel->relam != get_index_am_oid("archer_vector", false) &&
-		index->rd_rel->relam != get_index_am_oid("archer_geo", false))
+	if (!archer_is_archer_index(index))
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("\"%s\" is not an archer index", RelationGetRelationName(index))));
@@ -63,7 +62,7 @@ archer_index_stats(PG_FUNCTION_ARGS)
 	nulls[STAT_INDEX_PAGES] = false;
 	if (RelationGetNumberOfBlocks(index) > 0)	/* no meta page during CREATE INDEX CONCURRENTLY */
 	{
-		bool		is_vector = index->rd_rel->relam == get_index_am_oid("archer_vector", false);
+		bool		is_vector = archer_is_vector_index(index);
 		uint16		page_id = is_vector ? ARCHER_VEC_PAGE_ID : ARCHER_GEO_PAGE_ID;
 		ArcherBufferMeta buffer;
 

@@ -187,7 +187,6 @@ extern void geo_buffer_init(void);
 extern bool geo_insert_buffered(Relation index);
 extern void geo_buffer_add(Relation index, uint64 cellid, ItemPointer tid);
 extern void geo_buffer_flush_pending(Relation index);
-extern int64 geo_buffer_entries(Relation index);
 extern int64 geo_buffer_merge(Relation index, int64 max_entries);
 extern void geo_buffer_vacuum_begin(Relation index);
 extern void geo_buffer_vacuum_end(Relation index);

@@ -319,15 +319,6 @@ geo_buffer_init(void)
 
 /* ---- merging ---- */
 
-int64
-geo_buffer_entries(Relation index)
-{
-	ArcherBufferMeta meta;
-
-	archer_buffer_read_meta(index, ARCHER_GEO_PAGE_ID, &meta);
-	return meta.entries;
-}
-
 /* The head page is merged if it holds no more entries than the merge read */
 static int
 page_merged(Relation index, Page page, BlockNumber blkno, void *arg)

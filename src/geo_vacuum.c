@@ -20,6 +20,7 @@
 #include "miscadmin.h"
 
 #include "geo.h"
+#include "merge.h"
 
 IndexBulkDeleteResult *
 geo_bulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
@@ -110,8 +111,7 @@ geo_vacuumcleanup(IndexVacuumInfo *info, IndexBulkDeleteResult *stats)
 		/* no bulkdelete pass ran: merge the buffer, count the entries for the statistics */
 		BlockNumber nblocks;
 
-		geo_buffer_vacuum_begin(index);
-		geo_buffer_vacuum_end(index);
+		(void) archer_merge_buffer(index, 0, true);
 		nblocks = RelationGetNumberOfBlocks(index);
 		stats = palloc0(sizeof(IndexBulkDeleteResult));
 		for (BlockNumber blkno = ARCHER_META_BLKNO + 1; blkno < nblocks; blkno++)

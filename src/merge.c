@@ -21,8 +21,8 @@
 
 PG_FUNCTION_INFO_V1(archer_flush);
 
-static bool
-is_vector_index(Relation index)
+bool
+archer_is_vector_index(Relation index)
 {
 	return index->rd_rel->relam == get_index_am_oid("archer_vector", true);
 }
@@ -41,16 +41,13 @@ archer_is_archer_index(Relation index)
 int64
 archer_buffer_entries(Relation index)
 {
+	ArcherBufferMeta meta;
+
 	if (RelationGetNumberOfBlocks(index) == 0)
 		return 0;
-	if (is_vector_index(index))
-	{
-		VecMetaPageData meta;
-
-		vec_read_meta(index, &meta);
-		return meta.buffer.entries;
-	}
-	return geo_buffer_entries(index);
+	archer_buffer_read_meta(index, archer_is_vector_index(index) ? ARCHER_VEC_PAGE_ID : ARCHER_GEO_PAGE_ID,
+							&meta);
+	return meta.entries;
 }
 
 /*
@@ -68,7 +65,7 @@ archer_merge_buffer(Relation index, int64 max_entries, bool wait)
 	if (RelationGetNumberOfBlocks(index) == 0)
 		return 0;
 	/* a vector merge is a graph writer; a geo merge needs only to be alone */
-	vector = is_vector_index(index);
+	vector = archer_is_vector_index(index);
 	lockpage = vector ? VEC_INSERT_LOCK : ARCHER_MERGE_LOCK;
 	if (wait)
 		LockPage(index, lockpage, ExclusiveLock);

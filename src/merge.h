@@ -34,6 +34,7 @@ extern int	archer_merge_workers;
 
 /* merge.c */
 extern bool archer_is_archer_index(Relation index);
+extern bool archer_is_vector_index(Relation index);
 extern int64 archer_buffer_entries(Relation index);
 extern int64 archer_merge_buffer(Relation index, int64 max_entries, bool wait);
 

@@ -31,6 +31,7 @@
 #include "storage/indexfsm.h"
 #include "storage/lmgr.h"
 
+#include "merge.h"
 #include "vec.h"
 
 static int
@@ -341,9 +342,7 @@ vec_vacuumcleanup(IndexVacuumInfo *info, IndexBulkDeleteResult *stats)
 		return stats;
 	if (stats == NULL)
 	{
-		LockPage(info->index, VEC_INSERT_LOCK, ExclusiveLock);
-		(void) vec_buffer_merge(info->index, 0);
-		UnlockPage(info->index, VEC_INSERT_LOCK, ExclusiveLock);
+		(void) archer_merge_buffer(info->index, 0, true);
 		vec_read_meta(info->index, &meta);
 		stats = palloc0(sizeof(IndexBulkDeleteResult));
 		stats->num_index_tuples = meta.nnodes - meta.ndeleted + meta.buffer.entries;
