@@ -27,7 +27,7 @@
 
 PG_FUNCTION_INFO_V1(archer_geo_handler);
 
-int			archer_geo_max_cells = 16;
+int			archer_geo_max_cells = 4;
 int			archer_geo_polygon_max_cells = 256;
 
 static relopt_kind geo_relopt_kind;
@@ -47,7 +47,7 @@ archer_geo_init(void)
 	DefineCustomIntVariable("archer.geo_max_cells",
 							"Maximum number of S2 cells covering a radius query.",
 							"More cells fit the region more tightly but cost a tree descent each.",
-							&archer_geo_max_cells, 16, 4, 1024,
+							&archer_geo_max_cells, 4, 4, 1024,
 							PGC_USERSET, 0, NULL, NULL, NULL);
 	DefineCustomIntVariable("archer.geo_polygon_max_cells",
 							"Maximum number of S2 cells covering a polygon query.",

@@ -70,6 +70,21 @@ typedef struct GeoRange
 	uint64		hi;
 } GeoRange;
 
+/*
+ * The leaf where the last key range ended.  The next range, if it starts
+ * above that one and no higher than the leaf's high key, starts there
+ * rather than with a descent from the root: the covering cells of a small
+ * region often share a leaf.  (Entries only move right, and leaves are
+ * never freed, so a stale leaf is still a correct place to start from.)
+ */
+typedef struct GeoLeafHint
+{
+	BlockNumber blkno;			/* InvalidBlockNumber: none */
+	uint64		after;			/* the high end of the range that ended there */
+	bool		has_hikey;
+	uint64		hikey_cellid;	/* the leaf's high key when read */
+} GeoLeafHint;
+
 typedef struct GeoScanOpaqueData
 {
 	MemoryContext scancxt;		/* reset at every rescan */
@@ -83,6 +98,7 @@ typedef struct GeoScanOpaqueData
 	int			nbuffered;
 	ItemPointerData *buffered_tids;
 	GeoLeafEntry *range_entries;	/* one leaf's entries in range, and the buffer's */
+	GeoLeafHint leaf_hint;
 
 	/* matching entries waiting to be returned */
 	GeoCandidate *cands;
@@ -208,9 +224,27 @@ entry_matches(GeoScanOpaque so, int first_cell, uint64 cellid, bool *recheck)
  * one call to the next: a right link must lead to higher keys, so a damaged
  * link cannot send the scan round in circles.
  */
+/* The leaf to start range [lo, ...] from: the hint's, or InvalidBuffer */
+static Buffer
+read_hinted_leaf(Relation index, const GeoLeafHint *hint, uint64 lo, ItemPointer mintid)
+{
+	Buffer		buf;
+
+	if (!BlockNumberIsValid(hint->blkno) || lo <= hint->after ||
+		(hint->has_hikey && lo > hint->hikey_cellid))
+		return InvalidBuffer;
+	buf = archer_read_page(index, hint->blkno, BUFFER_LOCK_SHARE, ARCHER_GEO_PAGE_ID);
+	if (!(ArcherPageGetOpaque(BufferGetPage(buf))->flags & ARCHER_PAGE_LEAF))
+	{
+		UnlockReleaseBuffer(buf);
+		return InvalidBuffer;
+	}
+	return geo_move_right(index, buf, lo, mintid, BUFFER_LOCK_SHARE);
+}
+
 static int
 read_range_page(Relation index, uint64 lo, uint64 hi, BlockNumber *blkno,
-				GeoKey *hikey, GeoLeafEntry *entries)
+				GeoKey *hikey, GeoLeafHint *hint, GeoLeafEntry *entries)
 {
 	Buffer		buf;
 	Page		page;
@@ -226,7 +260,9 @@ read_range_page(Relation index, uint64 lo, uint64 hi, BlockNumber *blkno,
 		ItemPointerData mintid;
 
 		ItemPointerSet(&mintid, 0, 0);
-		buf = geo_descend(index, lo, &mintid, BUFFER_LOCK_SHARE);
+		buf = read_hinted_leaf(index, hint, lo, &mintid);
+		if (!BufferIsValid(buf))
+			buf = geo_descend(index, lo, &mintid, BUFFER_LOCK_SHARE);
 		pos = geo_leaf_lower_bound(BufferGetPage(buf), lo, &mintid);
 	}
 	else
@@ -262,7 +298,13 @@ read_range_page(Relation index, uint64 lo, uint64 hi, BlockNumber *blkno,
 		hikey->tid = opaque->hikey_tid;
 	}
 	else
+	{
 		*blkno = InvalidBlockNumber;
+		hint->blkno = BufferGetBlockNumber(buf);
+		hint->after = hi;
+		hint->has_hikey = (opaque->flags & ARCHER_PAGE_HAS_HIKEY) != 0;
+		hint->hikey_cellid = opaque->hikey_cellid;
+	}
 	UnlockReleaseBuffer(buf);
 	return ncopied;
 }
@@ -301,7 +343,8 @@ read_range(IndexScanDesc scan, uint64 lo, uint64 hi, BlockNumber *blkno, GeoKey 
 	GeoScanOpaque so = (GeoScanOpaque) scan->opaque;
 	GeoLeafEntry *entries = so->range_entries;
 	bool		first_page = (*blkno == InvalidBlockNumber);
-	int			n = read_range_page(scan->indexRelation, lo, hi, blkno, hikey, entries);
+	int			n = read_range_page(scan->indexRelation, lo, hi, blkno, hikey,
+									&so->leaf_hint, entries);
 	int			nkept = 0;
 	int			pos = 0;
 	int			end = so->nbuffered;
@@ -694,6 +737,7 @@ geo_rescan(IndexScanDesc scan, ScanKey keys, int nkeys, ScanKey orderbys, int no
 	so->ncands = so->maxcands = so->cand_pos = 0;
 	so->cur_cell = 0;
 	so->next_blkno = InvalidBlockNumber;
+	so->leaf_hint.blkno = InvalidBlockNumber;
 	so->no_match = false;
 	so->nkeys = scan->numberOfKeys;
 	so->ordered = scan->numberOfOrderBys > 0;

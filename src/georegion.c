@@ -284,6 +284,7 @@ struct GeoRegion
 	/* squared chords of the decision angles, per cell level; leaf: level 30 */
 	double		disjoint_chord2[S2_MAX_LEVEL + 1];
 	double		inside_chord2[S2_MAX_LEVEL + 1];
+	S2CapTrig	trig;			/* for s2_cell_cap_quick, slack included */
 
 	/* polygons */
 	int			npolygons;
@@ -1611,6 +1612,8 @@ georegion_cap(S2Point center, double inner_angle, double outer_angle)
 	r->center = s2_point_normalize(center);
 	r->inner = inner_angle;
 	r->outer = outer_angle;
+	s2_cap_quick_init(&r->trig, r->center, inner_angle - GR_ANGLE_SLACK,
+					  outer_angle + GR_ANGLE_SLACK);
 
 	/*
 	 * A cell whose center lies beyond outer plus the level's radius is
@@ -1648,10 +1651,23 @@ cap_cell_relation(const GeoRegion *r, S2CellId id)
 		return GEO_INSIDE;
 
 	/*
-	 * Near the boundary, the cell's exact distances: without them the
-	 * bounding caps of the neighbours of every cell on the way down stay
-	 * undecided and the covering evaluates ten times as many cells.
+	 * Near the boundary, the cell's own geometry: without it the bounding
+	 * caps of the neighbours of every cell on the way down stay undecided
+	 * and the covering evaluates ten times as many cells.  The quick test
+	 * (edge circles and vertices) settles most; the exact distances the
+	 * rest.
 	 */
+	switch (s2_cell_cap_quick(id, &r->trig))
+	{
+		case S2_CAP_DISJOINT:
+			return GEO_DISJOINT;
+		case S2_CAP_INSIDE:
+			return GEO_INSIDE;
+		case S2_CAP_PARTIAL:
+			return GEO_PARTIAL;
+		case S2_CAP_UNKNOWN:
+			break;
+	}
 	if (r->outer < M_PI &&
 		s2_cell_min_angle(id, r->center) > r->outer + GR_ANGLE_SLACK)
 		return GEO_DISJOINT;
@@ -1854,17 +1870,28 @@ georegion_cover(GeoRegion *r, int max_cells, GeoCoverCell **cells)
 	GrCandList	cur = {NULL, 0, 0};
 	GrCandList	next = {NULL, 0, 0};
 	GeoCoverCell *out;
+	S2CellId	start[9];
+	int			nstart;
 	int			f;
 	int			i;
 
 	ensure_index(r);
 	max_cells = Max(max_cells, 1);
-	for (f = 0; f < S2_NUM_FACES; f++)
+
+	/*
+	 * A cap within one face starts from the few cells around its center
+	 * that hold it, at the deepest level where they do: evaluating every
+	 * level from the faces down would cost a few hundred cell-to-cap
+	 * distances for a city-sized cap, most of them for cells it lies
+	 * wholly inside of or far from.
+	 */
+	nstart = (r->kind == GR_CAP) ? s2_cap_neighborhood(r->center, r->outer, start) : 0;
+	for (f = 0; f < (nstart > 0 ? nstart : S2_NUM_FACES); f++)
 	{
 		GrCand		c;
 
-		c.id = s2_cellid_from_face(f);
-		c.level = 0;
+		c.id = nstart > 0 ? start[f] : s2_cellid_from_face(f);
+		c.level = s2_cellid_level(c.id);
 		c.node = (r->kind == GR_GEODESIC) ? r->planes[f].root :
 			(r->kind == GR_PLANAR) ? r->planes[0].root : NULL;
 		cand_eval(r, &c);

@@ -75,6 +75,14 @@
  * micrometre on the Earth) covers that with a wide margin.
  */
 #define S2_ANGLE_EPS	1e-14
+/*
+ * Cosines of angles are compared with this margin, well above the rounding
+ * of a dot product of unit vectors; so the vertex tests of
+ * s2_cell_cap_quick only decide "inside" for caps wider than
+ * S2_QUICK_MIN_ANGLE (about 64 m), where 1 - cos(angle) dwarfs it.
+ */
+#define S2_COS_EPS		1e-14
+#define S2_QUICK_MIN_ANGLE	1e-5
 
 /* padding of the lat/lng rectangle bound, degrees */
 #define S2_RECT_EPS_DEG 1e-9
@@ -866,6 +874,137 @@ s2_cell_min_angle(S2CellId id, S2Point p)
 	double		d = cell_min_angle_raw(id, p) - S2_ANGLE_EPS;
 
 	return d > 0 ? d : 0;
+}
+
+/*
+ * Does the uv rectangle of a face hold every point within angle of t (in
+ * the face's uvw frame)?  Its edges lie on four great circles, so t inside
+ * and farther than angle from each of them suffices; the sine of the
+ * angular distance to a circle is t's dot product with the circle's unit
+ * normal.  Conservative: false when in doubt.
+ */
+static bool
+uv_rect_holds_cap(const double uv[4], S2Point t, double angle)
+{
+	S2Point		v[4];
+	S2Point		n[4];
+	double		need;
+	double		tnorm = vec_norm(t);
+
+	if (angle + S2_ANGLE_EPS >= M_PI_2)
+		return false;
+	need = sin(fmax(angle, 0.0) + S2_ANGLE_EPS);
+	cell_geometry_uvw(uv, v, n);
+	for (int k = 0; k < 4; k++)
+		if (s2_point_dot(t, n[k]) <= need * tnorm * vec_norm(n[k]))
+			return false;
+	return true;
+}
+
+/* The block of level cells around leaf (i, j), clipped to the face, in ij */
+static void
+neighborhood_ij(int i, int j, int level, int block[4])
+{
+	int64_t		size = (int64_t) 1 << (S2_MAX_LEVEL - level);
+	int64_t		ilo = (i & -size) - size;
+	int64_t		ihi = (i & -size) + 2 * size;
+	int64_t		jlo = (j & -size) - size;
+	int64_t		jhi = (j & -size) + 2 * size;
+
+	block[0] = (int) (ilo < 0 ? 0 : ilo);
+	block[1] = (int) (ihi > S2_LIM_IJ ? S2_LIM_IJ : ihi);
+	block[2] = (int) (jlo < 0 ? 0 : jlo);
+	block[3] = (int) (jhi > S2_LIM_IJ ? S2_LIM_IJ : jhi);
+}
+
+int
+s2_cap_neighborhood(S2Point p, double angle, S2CellId cells[9])
+{
+	S2CellId	leaf = s2_cellid_from_point(p);
+	int			i;
+	int			j;
+	int			face = to_face_ij(leaf, &i, &j);
+	S2Point		t = xyz_to_uvw(face, p);
+	int			best = -1;
+	int			lo = 0;
+	int			hi = S2_MAX_LEVEL;
+	int			block[4];
+	int64_t		size;
+	int			ncells = 0;
+
+	/* the blocks nest as the level grows: binary search for the deepest */
+	while (lo <= hi)
+	{
+		int			level = (lo + hi) / 2;
+		double		uv[4];
+
+		neighborhood_ij(i, j, level, block);
+		for (int k = 0; k < 4; k++)
+			uv[k] = st_to_uv(ij_to_st_min(block[k]));
+		if (uv_rect_holds_cap(uv, t, angle))
+		{
+			best = level;
+			lo = level + 1;
+		}
+		else
+			hi = level - 1;
+	}
+	if (best < 0)
+		return 0;
+	neighborhood_ij(i, j, best, block);
+	size = (int64_t) 1 << (S2_MAX_LEVEL - best);
+	for (int64_t ci = block[0]; ci < block[1]; ci += size)
+		for (int64_t cj = block[2]; cj < block[3]; cj += size)
+			cells[ncells++] = s2_cellid_parent(from_face_ij(face, (int) ci, (int) cj), best);
+	return ncells;
+}
+
+void
+s2_cap_quick_init(S2CapTrig *cap, S2Point center, double inner, double outer)
+{
+	cap->center = center;
+	cap->usable = outer + S2_ANGLE_EPS < M_PI_2;
+	cap->test_inside = inner > S2_QUICK_MIN_ANGLE && inner < M_PI_2;
+	cap->sin_outer = sin(fmin(outer + S2_ANGLE_EPS, M_PI_2));
+	cap->cos_outer = cos(outer) - S2_COS_EPS;
+	cap->cos_inner = cos(inner) + S2_COS_EPS;
+}
+
+S2CapQuick
+s2_cell_cap_quick(S2CellId id, const S2CapTrig *cap)
+{
+	double		uv[4];
+	int			face;
+	S2Point		t;
+	S2Point		v[4];
+	S2Point		n[4];
+	double		tnorm;
+	bool		inside = cap->test_inside;
+	bool		meets = false;
+	bool		center_in_cell = true;
+
+	if (!cap->usable)
+		return S2_CAP_UNKNOWN;
+	face = cell_bound_uv(id, uv);
+	t = xyz_to_uvw(face, cap->center);
+	tnorm = vec_norm(t);
+	cell_geometry_uvw(uv, v, n);
+	for (int k = 0; k < 4; k++)
+	{
+		double		tn = s2_point_dot(t, n[k]);
+		double		tv = s2_point_dot(t, v[k]) / (tnorm * vec_norm(v[k]));
+
+		/* the cell lies on the inner side of each edge circle */
+		if (tn < -cap->sin_outer * tnorm * vec_norm(n[k]))
+			return S2_CAP_DISJOINT;
+		center_in_cell &= tn >= 0;
+		/* the cap is convex: the vertices decide whether it holds the cell */
+		inside &= tv >= cap->cos_inner;
+		meets |= tv > cap->cos_outer;
+	}
+	if (inside)
+		return S2_CAP_INSIDE;
+	return (meets || center_in_cell) ? S2_CAP_PARTIAL : S2_CAP_UNKNOWN;
 }
 
 double

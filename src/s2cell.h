@@ -73,6 +73,43 @@ extern void s2_cell_vertices(S2CellId id, S2Point vertices[4]);	/* CCW, unit len
 extern double s2_cell_min_angle(S2CellId id, S2Point p);
 /* max angle (radians) from p to any point of the cell */
 extern double s2_cell_max_angle(S2CellId id, S2Point p);
+
+/*
+ * A quick, conservative relation of a cell to the cap of points within
+ * inner (every point of the cell) or outer (any point) radians of a
+ * center, from the cell's edge circles and vertices: DISJOINT when the cap
+ * lies beyond an edge circle, INSIDE when every vertex lies within inner,
+ * PARTIAL when a vertex lies within outer or the center in the cell, else
+ * UNKNOWN (the cap may pass a corner: only the exact min angle can tell).
+ * s2_cap_quick_init computes the cap's trigonometry once.
+ */
+typedef enum S2CapQuick
+{
+	S2_CAP_UNKNOWN,
+	S2_CAP_DISJOINT,
+	S2_CAP_PARTIAL,
+	S2_CAP_INSIDE
+} S2CapQuick;
+
+typedef struct S2CapTrig
+{
+	S2Point		center;
+	bool		usable;			/* outer below a quarter circle */
+	bool		test_inside;	/* inner wide enough for the vertex test */
+	double		sin_outer;
+	double		cos_outer;
+	double		cos_inner;
+} S2CapTrig;
+
+extern void s2_cap_quick_init(S2CapTrig *cap, S2Point center, double inner, double outer);
+extern S2CapQuick s2_cell_cap_quick(S2CellId id, const S2CapTrig *cap);
+/*
+ * Cells of one level that together hold every point within angle (radians)
+ * of p: the cell holding p and its neighbours on p's face (at most nine),
+ * at the deepest level where they do.  Returns their number, 0 when the cap
+ * crosses an edge of the face.  Conservative.
+ */
+extern int	s2_cap_neighborhood(S2Point p, double angle, S2CellId cells[9]);
 /* conservative lat/lng bound of the cell, degrees (never smaller than the cell) */
 extern S2LatLngRect s2_cell_rect_bound(S2CellId id);
 /* upper bound on the angle (radians) from the center of any cell at this
