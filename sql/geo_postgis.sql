@@ -68,3 +68,41 @@ SELECT * FROM knn_vs_seq('SELECT geom <-> ''SRID=4326;POINT(10 10)''::geometry A
 
 SELECT archer_geo_verify('geo_postgis_geog_archer') = (SELECT count(*) FROM geo_postgis) AS geog_verified,
        archer_geo_verify('geo_postgis_geom_archer') = (SELECT count(*) FROM geo_postgis) AS geom_verified;
+
+-- Other access methods' indexes never take archer's conditions: GiST's,
+-- SP-GiST's and BRIN's geometry families put &< at archer's strategy number
+-- for polygons.  With only such indexes, archer_within and archer_dwithin
+-- are filters and still answer exactly.
+CREATE TABLE geo_other_am AS SELECT id, geog, geom FROM geo_postgis;
+CREATE INDEX geo_other_am_gist ON geo_other_am USING gist (geom);
+CREATE INDEX geo_other_am_gist_geog ON geo_other_am USING gist (geog);
+CREATE INDEX geo_other_am_spgist ON geo_other_am USING spgist (geom);
+CREATE INDEX geo_other_am_brin ON geo_other_am USING brin (geom);
+ANALYZE geo_other_am;
+SET enable_seqscan = off;
+SELECT count(*) FILTER (WHERE archer_within(geom, 'SRID=4326;POLYGON((-5 42,8 42,8 51,-5 51,-5 42))'::geometry))
+         = count(*) FILTER (WHERE ST_Intersects('SRID=4326;POLYGON((-5 42,8 42,8 51,-5 51,-5 42))'::geometry, geom)
+                            AND NOT ST_IsEmpty(geom)) AS exact_count
+FROM geo_postgis;
+SELECT (SELECT count(*) FROM geo_other_am
+        WHERE archer_within(geom, 'SRID=4326;POLYGON((-5 42,8 42,8 51,-5 51,-5 42))'::geometry))
+     = (SELECT count(*) FROM geo_postgis
+        WHERE archer_within(geom, 'SRID=4326;POLYGON((-5 42,8 42,8 51,-5 51,-5 42))'::geometry)) AS within_geom_ok,
+       (SELECT count(*) FROM geo_other_am
+        WHERE archer_within(geog, 'SRID=4326;POLYGON((-5 42,8 42,8 51,-5 51,-5 42))'::geography))
+     = (SELECT count(*) FROM geo_postgis
+        WHERE archer_within(geog, 'SRID=4326;POLYGON((-5 42,8 42,8 51,-5 51,-5 42))'::geography)) AS within_geog_ok,
+       (SELECT count(*) FROM geo_other_am
+        WHERE archer_dwithin(geom, 'SRID=4326;POINT(2.35 48.85)'::geometry, 300000))
+     = (SELECT count(*) FROM geo_postgis
+        WHERE archer_dwithin(geom, 'SRID=4326;POINT(2.35 48.85)'::geometry, 300000)) AS dwithin_ok;
+SET enable_bitmapscan = off;
+EXPLAIN (COSTS OFF) SELECT id FROM geo_other_am
+WHERE archer_within(geom, 'SRID=4326;POLYGON((-5 42,8 42,8 51,-5 51,-5 42))'::geometry);
+SELECT count(*) > 0 AS found FROM geo_other_am
+WHERE archer_within(geom, 'SRID=4326;POLYGON((-5 42,8 42,8 51,-5 51,-5 42))'::geometry)
+HAVING count(*) = (SELECT count(*) FROM geo_postgis
+                   WHERE archer_within(geom, 'SRID=4326;POLYGON((-5 42,8 42,8 51,-5 51,-5 42))'::geometry));
+RESET enable_bitmapscan;
+RESET enable_seqscan;
+DROP TABLE geo_other_am;

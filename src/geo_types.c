@@ -18,7 +18,9 @@
 
 #include <math.h>
 
+#include "catalog/pg_opfamily.h"
 #include "catalog/pg_type.h"
+#include "commands/defrem.h"
 #include "libpq/pqformat.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
@@ -30,6 +32,7 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/selfuncs.h"
+#include "utils/syscache.h"
 
 #include "geo.h"
 
@@ -546,6 +549,24 @@ within_index_condition(SupportRequestIndexCondition *req, List *args)
 									(Expr *) region, InvalidOid, InvalidOid));
 }
 
+/*
+ * Only an archer_geo index can take these conditions: other access methods
+ * give the same strategy numbers to unrelated operators (2 is &< in
+ * GiST's, SP-GiST's and BRIN's geometry families).
+ */
+static bool
+opfamily_is_archer_geo(Oid opfamily)
+{
+	HeapTuple	tuple = SearchSysCache1(OPFAMILYOID, ObjectIdGetDatum(opfamily));
+	Oid			method;
+
+	if (!HeapTupleIsValid(tuple))
+		return false;
+	method = ((Form_pg_opfamily) GETSTRUCT(tuple))->opfmethod;
+	ReleaseSysCache(tuple);
+	return method == get_index_am_oid("archer_geo", true);
+}
+
 Datum
 archer_geo_support(PG_FUNCTION_ARGS)
 {
@@ -557,7 +578,7 @@ archer_geo_support(PG_FUNCTION_ARGS)
 		char	   *funcname;
 		List	   *args;
 
-		if (!is_funcclause(req->node))
+		if (!is_funcclause(req->node) || !opfamily_is_archer_geo(req->opfamily))
 			PG_RETURN_POINTER(NULL);
 		args = ((FuncExpr *) req->node)->args;
 		funcname = get_func_name(req->funcid);
