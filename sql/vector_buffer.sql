@@ -84,8 +84,9 @@ SELECT archer_flush('vb_v') AS merged_after_vacuum;
 SELECT archer_vector_verify('vb_v') = (SELECT count(*) FROM vb) AS verified;
 SELECT * FROM vb_check();
 
--- an index built on an empty table (its dimension from the typmod) holds
--- only buffer entries until a merge: scans read them by brute force
+-- an index built on an empty table (even with a typmod) takes its dimension
+-- and quantizer from its first row, which goes into the graph; the other
+-- rows are buffer entries until a merge, which scans read by brute force
 CREATE TABLE vb_empty (id int, v avector(3));
 CREATE INDEX vb_empty_v ON vb_empty USING archer_vector (v) WITH (insert_buffer = on);
 INSERT INTO vb_empty SELECT i, ARRAY[i, i * 2, 3]::avector FROM generate_series(1, 30) i;

@@ -22,6 +22,15 @@
  * the vector column) as unaligned int64s, NULLs flagged in the header.
  * Tuples never change size: updates rewrite neighbour slots in place.
  *
+ * Rows unlike the build's (data that drifts, or an index built empty and
+ * quantized from its first row) would clamp to the quantizer's range: their
+ * codes would all look alike, with huge errors, and crowd every search.  A
+ * vector that the trained quantizer clamps is encoded instead with a wide
+ * quantizer: the same centres, VEC_WIDE_FACTOR times the step (flag
+ * VEC_NODE_WIDE), whichever leaves the smaller error.  Distances to wide
+ * codes use that quantizer's own query tables; code-to-code distances
+ * between a wide and a narrow code decode both.
+ *
  * Insert buffer (WITH (insert_buffer = on)): an insert appends its node,
  * without links, to a chain of buffer pages (meta: buffer_head ..
  * buffer_tail, rightlink to the next), one WAL record, no graph search.
@@ -75,6 +84,15 @@
 
 #define VEC_INSERT_LOCK			ARCHER_META_BLKNO
 
+/* how much wider the range of the wide quantizer is (see above) */
+#define VEC_WIDE_FACTOR			8
+
+/*
+ * A build from fewer rows than this trains a widened range
+ * (vec_widen_sample_range): so few rows may not show the data's range.
+ */
+#define VEC_MIN_TRAINING_ROWS	1000
+
 /*
  * The free space map lists node pages that hold deleted nodes for inserts
  * to overwrite, with this nominal amount: below BLCKSZ / 2, so that
@@ -97,6 +115,7 @@
 #define VEC_NODE_DELETED		0x01
 #define VEC_NODE_ZERO			0x02	/* zero vector under cosine: distance 1 */
 #define VEC_NODE_MERGED			0x04	/* buffer entry already in the graph */
+#define VEC_NODE_WIDE			0x08	/* code of the wide quantizer (sq_wide) */
 #define VEC_NODE_FILTER_NULL(i)	(0x10 << (i))	/* filter column i is NULL */
 
 /* integer filter columns after the vector column; strategies as btree's */
@@ -158,7 +177,8 @@ typedef struct VecIndexInfo
 	bool		is_array;		/* real[] rather than avector */
 	int			nfilters;		/* filter columns after the vector column */
 	Oid			filter_types[VEC_MAX_FILTERS];
-	ArcherSQ8	sq;
+	ArcherSQ8	sq;				/* trained on the rows of the build */
+	ArcherSQ8	sq_wide;		/* the same, VEC_WIDE_FACTOR times wider */
 } VecIndexInfo;
 
 /* A query, prepared once per scan or insert */
@@ -166,6 +186,7 @@ typedef struct VecQuery
 {
 	const VecIndexInfo *info;
 	ArcherSQ8Query sq;
+	ArcherSQ8Query sq_wide;
 	float		qnorm;			/* |q| as given (before normalizing for cosine) */
 	bool		zero;			/* cosine with a zero query: every distance is 1 */
 } VecQuery;
@@ -197,10 +218,15 @@ extern const float *vec_datum_values(const VecIndexInfo *info, Datum value, int 
 extern void vec_encode(const VecIndexInfo *info, const float *x, uint8 *code,
 					   float *error, float *norm, uint8 *flags);
 extern void vec_query_init(VecQuery *query, const VecIndexInfo *info, const float *q);
-extern float vec_query_distance(const VecQuery *query, const uint8 *code);
+extern float vec_query_distance(const VecQuery *query, const uint8 *code, uint8 flags);
 extern double vec_lower_bound(const VecQuery *query, float code_distance,
 							  const VecNodeHeader *node);
-extern float vec_code_distance(const VecIndexInfo *info, const uint8 *a, const uint8 *b);
+extern float vec_code_distance(const VecIndexInfo *info, const uint8 *a, uint8 a_flags,
+							   const uint8 *b, uint8 b_flags);
+extern const ArcherSQ8 *vec_quantizer(const VecIndexInfo *info, uint8 flags);
+extern void vec_init_quantizers(VecIndexInfo *info, const float *trained_min,
+								const float *trained_max);
+extern void vec_widen_sample_range(const VecIndexInfo *info, float *min, float *max);
 extern int	vec_choose_slot(const float *link_distance, const float *between, int nslots,
 							float distance, bool force);
 extern void vec_reset_levels(void);
@@ -249,8 +275,8 @@ extern void vec_batch_distances(Relation index, const VecIndexInfo *info,
 								int64 *filters);
 extern int	vec_node_links(Relation index, const VecIndexInfo *info, ItemPointer tid,
 						   int layer, ItemPointerData *links);
-extern void vec_copy_node_code(Relation index, const VecIndexInfo *info, ItemPointer tid,
-							   uint8 *code);
+extern uint8 vec_copy_node_code(Relation index, const VecIndexInfo *info, ItemPointer tid,
+								uint8 *code);
 extern int	vec_select_neighbors(Relation index, const VecIndexInfo *info,
 								 VecCandidate *sorted, int ncand, int max,
 								 VecCandidate *selected);

@@ -178,7 +178,8 @@ vec_buffer_merge(Relation index, int64 max_entries)
 
 			CHECK_FOR_INTERRUPTS();
 			ItemPointerSet(&entry_tid, meta.buffer.head, copy.offnums[i]);
-			archer_sq8_decode(&info->sq, vec_node_code(copy.entries[i]), x);
+			archer_sq8_decode(vec_quantizer(info, copy.entries[i]->flags),
+							  vec_node_code(copy.entries[i]), x);
 			vec_insert_node(index, info, copy.entries[i], x, &entry_tid);
 			merged++;
 		}

@@ -203,7 +203,8 @@ node_distance(const BuildState *build, int64 a, int64 b)
 {
 	int			dim = build->info->dim;
 
-	return vec_code_distance(build->info, build->codes + a * dim, build->codes + b * dim);
+	return vec_code_distance(build->info, build->codes + a * dim, build->nodes[a].flags,
+							 build->codes + b * dim, build->nodes[b].flags);
 }
 
 static int
@@ -770,21 +771,21 @@ vec_build(Relation heap, Relation index, IndexInfo *indexInfo)
 	pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE, VEC_PHASE_RANGES);
 	table_index_build_scan(heap, index, indexInfo, true, false, range_callback, &build, NULL);
 
+	/*
+	 * Without rows there is nothing to train on, even with the dimension
+	 * known from the typmod: the index takes both from its first row.
+	 */
+	if (build.nrows == 0)
+		build.info->dim = 0;
+
 	/* meta page and quantizer first: the fallback inserts read them */
 	vec_init_meta_page(metapage.data, build.info, 0);
 	archer_write_new_page(index, ARCHER_META_BLKNO, metapage.data);
 	if (build.info->dim > 0)
 	{
-		if (build.nrows == 0)
-		{
-			/* typmod known, no rows: a generic range the first rows refine nothing of */
-			for (int i = 0; i < build.info->dim; i++)
-			{
-				build.min[i] = -1.0f;
-				build.max[i] = 1.0f;
-			}
-		}
-		archer_sq8_init(&build.info->sq, build.info->dim, build.min, build.max, true);
+		if (build.nrows < VEC_MIN_TRAINING_ROWS)
+			vec_widen_sample_range(build.info, build.min, build.max);
+		vec_init_quantizers(build.info, build.min, build.max);
 		quantizer_pages = vec_write_quantizer_pages(index, build.min, build.max,
 													build.info->dim);
 	}

@@ -252,7 +252,7 @@ reuse_node(Relation index, const VecIndexInfo *info, VecNodeHeader *node, Size s
  * -1.  Reads the linked nodes' codes; the caller holds no buffer lock.
  */
 static int
-choose_victim(Relation index, const VecIndexInfo *info, const uint8 *code,
+choose_victim(Relation index, const VecIndexInfo *info, const uint8 *code, uint8 code_flags,
 			  const VecNeighbor *slots, int nslots, float distance, bool force)
 {
 	uint8	   *other = palloc(info->dim);
@@ -261,8 +261,9 @@ choose_victim(Relation index, const VecIndexInfo *info, const uint8 *code,
 
 	for (int i = 0; i < nslots; i++)
 	{
-		vec_copy_node_code(index, info, (ItemPointer) &slots[i].tid, other);
-		between[i] = vec_code_distance(info, code, other);
+		uint8		other_flags = vec_copy_node_code(index, info, (ItemPointer) &slots[i].tid, other);
+
+		between[i] = vec_code_distance(info, code, code_flags, other, other_flags);
 		link_distance[i] = slots[i].distance;
 	}
 	pfree(other);
@@ -278,7 +279,7 @@ choose_victim(Relation index, const VecIndexInfo *info, const uint8 *code,
  */
 static bool
 add_back_link(Relation index, const VecIndexInfo *info, const VecLink *link,
-			  ItemPointer tid, const uint8 *code, bool force)
+			  ItemPointer tid, const uint8 *code, uint8 code_flags, bool force)
 {
 	BlockNumber blkno = ItemPointerGetBlockNumber(&link->tid);
 	OffsetNumber offnum = ItemPointerGetOffsetNumber(&link->tid);
@@ -305,7 +306,8 @@ add_back_link(Relation index, const VecIndexInfo *info, const VecLink *link,
 		if (!ItemPointerIsValid(&slots[i].tid))
 			target = i;
 	if (target < 0)
-		target = choose_victim(index, info, code, slots, nslots, link->distance, force);
+		target = choose_victim(index, info, code, code_flags, slots, nslots, link->distance,
+							   force);
 	if (target < 0)
 		return false;
 
@@ -323,31 +325,27 @@ add_back_link(Relation index, const VecIndexInfo *info, const VecLink *link,
 }
 
 /*
- * An index built without rows or a known dimension gets its dimension and
- * a quantizer from its first row: a range of the row's largest magnitude
- * around each component.  REINDEX after loading data trains a better one.
+ * An index built without rows gets its dimension and a quantizer from its
+ * first row (vec_widen_sample_range).  REINDEX after loading data trains
+ * a better one.
  */
 static void
 initialize_empty_index(Relation index, const float *x, int dim)
 {
-	const VecIndexInfo *info = vec_index_info(index);
+	VecIndexInfo info = *vec_index_info(index);
 	float	   *min = palloc(sizeof(float) * dim);
 	float	   *max = palloc(sizeof(float) * dim);
-	float		radius = 1.0f;
 	int			per_page = ARCHER_PAGE_CAPACITY_BYTES / sizeof(float);
 	int			npages = 0;
 	Buffer		metabuf;
 	GenericXLogState *state;
 	VecMetaPageData *meta;
 
-	vec_check_dim(info, dim);
-	for (int i = 0; i < dim; i++)
-		radius = Max(radius, fabsf(x[i]) * 2);
-	for (int i = 0; i < dim; i++)
-	{
-		min[i] = info->metric == VEC_METRIC_COSINE ? -1.0f : x[i] - radius;
-		max[i] = info->metric == VEC_METRIC_COSINE ? 1.0f : x[i] + radius;
-	}
+	vec_check_dim(&info, dim);
+	info.dim = dim;
+	memcpy(min, x, sizeof(float) * dim);
+	memcpy(max, x, sizeof(float) * dim);
+	vec_widen_sample_range(&info, min, max);
 
 	for (int start = 0; start < 2 * dim; start += per_page)
 	{
@@ -385,7 +383,7 @@ initialize_empty_index(Relation index, const float *x, int dim)
  */
 static void
 add_back_links(Relation index, const VecIndexInfo *info, const VecLink *links, int nlinks,
-			   ItemPointer tid, const uint8 *code)
+			   ItemPointer tid, const uint8 *code, uint8 code_flags)
 {
 	int			first = 0;
 
@@ -395,9 +393,9 @@ add_back_links(Relation index, const VecIndexInfo *info, const VecLink *links, i
 		bool		linked = false;
 
 		while (end < nlinks && links[end].layer == links[first].layer)
-			linked |= add_back_link(index, info, &links[end++], tid, code, false);
+			linked |= add_back_link(index, info, &links[end++], tid, code, code_flags, false);
 		if (!linked)
-			(void) add_back_link(index, info, &links[first], tid, code, true);
+			(void) add_back_link(index, info, &links[first], tid, code, code_flags, true);
 		first = end;
 	}
 }
@@ -501,7 +499,7 @@ vec_insert_node(Relation index, const VecIndexInfo *info, const VecNodeHeader *s
 	else
 		tid = place_node(index, info, node, size,
 						 !ItemPointerIsValid(&meta.entry) || level > meta.entry_level, entry);
-	add_back_links(index, info, links, nlinks, &tid, vec_node_code(node));
+	add_back_links(index, info, links, nlinks, &tid, vec_node_code(node), node->flags);
 }
 
 bool

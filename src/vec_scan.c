@@ -273,7 +273,8 @@ buffer_entry_found(const VecNodeHeader *entry, void *arg)
 	}
 	else
 	{
-		add_found(so, vec_query_distance(&so->query, vec_node_code((VecNodeHeader *) entry)), entry);
+		add_found(so, vec_query_distance(&so->query, vec_node_code((VecNodeHeader *) entry),
+										 entry->flags), entry);
 		so->found[so->nfound - 1].buffered = true;
 	}
 }
@@ -491,7 +492,7 @@ sweep_unvisited(IndexScanDesc scan)
 			if ((node->flags & VEC_NODE_DELETED) || !vec_visited_add(&so->visited, &tid) ||
 				!node_matches(so, node) || in_buffer(so, node))
 				continue;
-			add_found(so, vec_query_distance(&so->query, vec_node_code(node)), node);
+			add_found(so, vec_query_distance(&so->query, vec_node_code(node), node->flags), node);
 		}
 		UnlockReleaseBuffer(buf);
 	}

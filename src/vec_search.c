@@ -187,7 +187,7 @@ vec_node_distance(Relation index, const VecIndexInfo *info, const VecQuery *quer
 	Buffer		buf = archer_read_page(index, blkno, BUFFER_LOCK_SHARE, ARCHER_VEC_PAGE_ID);
 	VecNodeHeader *node = vec_page_node(index, BufferGetPage(buf), blkno,
 										ItemPointerGetOffsetNumber(tid), info);
-	float		distance = vec_query_distance(query, vec_node_code(node));
+	float		distance = vec_query_distance(query, vec_node_code(node), node->flags);
 
 	*header = *node;
 	UnlockReleaseBuffer(buf);
@@ -256,7 +256,7 @@ vec_batch_distances(Relation index, const VecIndexInfo *info, const VecQuery *qu
 	}
 	for (int i = 0; i < n; i++)
 	{
-		distances[i] = vec_query_distance(query, codes[i]);
+		distances[i] = vec_query_distance(query, codes[i], headers[i].flags);
 		ReleaseBuffer(bufs[i]);
 	}
 }
@@ -358,16 +358,18 @@ vec_search_layer(Relation index, const VecIndexInfo *info, const VecQuery *query
 }
 
 /* Copy a node's code out of its page */
-void
+uint8
 vec_copy_node_code(Relation index, const VecIndexInfo *info, ItemPointer tid, uint8 *code)
 {
 	BlockNumber blkno = ItemPointerGetBlockNumber(tid);
 	Buffer		buf = archer_read_page(index, blkno, BUFFER_LOCK_SHARE, ARCHER_VEC_PAGE_ID);
 	VecNodeHeader *node = vec_page_node(index, BufferGetPage(buf), blkno,
 										ItemPointerGetOffsetNumber(tid), info);
+	uint8		flags = node->flags;
 
 	memcpy(code, vec_node_code(node), info->dim);
 	UnlockReleaseBuffer(buf);
+	return flags;
 }
 
 /*
@@ -380,19 +382,21 @@ vec_select_neighbors(Relation index, const VecIndexInfo *info, VecCandidate *sor
 				 int ncand, int max, VecCandidate *selected)
 {
 	uint8	   *codes = palloc(Max(ncand, 1) * info->dim);
+	uint8	   *flags = palloc(Max(ncand, 1));
 	int		   *kept = palloc(sizeof(int) * Max(max, 1));
 	bool	   *taken = palloc0(sizeof(bool) * Max(ncand, 1));
 	int			nselected = 0;
 
 	for (int i = 0; i < ncand; i++)
-		vec_copy_node_code(index, info, &sorted[i].tid, codes + (Size) i * info->dim);
+		flags[i] = vec_copy_node_code(index, info, &sorted[i].tid, codes + (Size) i * info->dim);
 	for (int i = 0; i < ncand && nselected < max; i++)
 	{
 		bool		keep = true;
 
 		for (int j = 0; j < nselected && keep; j++)
-			if (vec_code_distance(info, codes + (Size) i * info->dim,
-								  codes + (Size) kept[j] * info->dim) < sorted[i].distance)
+			if (vec_code_distance(info, codes + (Size) i * info->dim, flags[i],
+								  codes + (Size) kept[j] * info->dim, flags[kept[j]]) <
+				sorted[i].distance)
 				keep = false;
 		if (keep)
 		{
@@ -405,6 +409,7 @@ vec_select_neighbors(Relation index, const VecIndexInfo *info, VecCandidate *sor
 		if (!taken[i])
 			selected[nselected++] = sorted[i];
 	pfree(codes);
+	pfree(flags);
 	pfree(kept);
 	pfree(taken);
 	return nselected;

@@ -242,6 +242,56 @@ vec_read_meta(Relation index, VecMetaPageData *meta)
 		archer_corrupted(index, ARCHER_META_BLKNO, "The meta page is invalid.");
 }
 
+/*
+ * The quantizer range for a small sample of rows (an index's first row, or
+ * a build from fewer than VEC_MIN_TRAINING_ROWS rows): the sample's range
+ * widened on each side by twice the largest magnitude in it, so that later
+ * rows, which such a sample may not represent, seldom leave it (those that
+ * do take the wide quantizer); unit vectors (cosine) keep to [-1, 1].
+ */
+void
+vec_widen_sample_range(const VecIndexInfo *info, float *min, float *max)
+{
+	float		radius = 0;
+
+	for (int i = 0; i < info->dim; i++)
+		radius = Max(radius, 2 * Max(fabsf(min[i]), fabsf(max[i])));
+	if (!(radius > 0) || !isfinite(radius))
+		radius = 1.0f;
+	for (int i = 0; i < info->dim; i++)
+	{
+		min[i] = info->metric == VEC_METRIC_COSINE ? -1.0f : min[i] - radius;
+		max[i] = info->metric == VEC_METRIC_COSINE ? 1.0f : max[i] + radius;
+	}
+}
+
+/*
+ * The index's quantizers from the trained per-dimension range: the wide
+ * one keeps each code's value where it is relative to the middle of the
+ * range, VEC_WIDE_FACTOR times farther from it.
+ */
+void
+vec_init_quantizers(VecIndexInfo *info, const float *trained_min, const float *trained_max)
+{
+	const ArcherSQ8 *sq = &info->sq;
+	int			dim = info->dim;
+	float	   *min = palloc(sizeof(float) * dim);
+	float	   *max = palloc(sizeof(float) * dim);
+
+	archer_sq8_init(&info->sq, dim, trained_min, trained_max, true);
+	for (int i = 0; i < dim; i++)
+	{
+		double		half = 0.5 * ARCHER_SQ8_LEVELS * (double) sq->step[i];
+		double		middle = (double) sq->lo[i] + half;
+
+		min[i] = (float) (middle - VEC_WIDE_FACTOR * half);
+		max[i] = (float) (middle + VEC_WIDE_FACTOR * half);
+	}
+	archer_sq8_init(&info->sq_wide, dim, min, max, sq->uniform_step);
+	pfree(min);
+	pfree(max);
+}
+
 /* The quantizer pages hold the per-dimension min[] then max[] of the build */
 static void
 load_quantizer(Relation index, VecIndexInfo *info, int npages)
@@ -266,7 +316,7 @@ load_quantizer(Relation index, VecIndexInfo *info, int npages)
 	}
 	if (nvalues != 2 * dim)
 		archer_corrupted(index, ARCHER_META_BLKNO, "The quantizer is incomplete.");
-	archer_sq8_init(&info->sq, dim, values, values + dim, true);
+	vec_init_quantizers(info, values, values + dim);
 }
 
 /*
@@ -332,6 +382,32 @@ vec_datum_values(const VecIndexInfo *info, Datum value, int *dim)
 	return x;
 }
 
+/* Encode x with one quantizer; returns the error, decoded is work space */
+static float
+encode_with(const ArcherSQ8 *sq, const float *x, uint8 *code, float *decoded)
+{
+	archer_sq8_encode(sq, x, code);
+	archer_sq8_decode(sq, code, decoded);
+	return sqrtf(archer_vec_l2_squared(x, decoded, sq->dim));
+}
+
+/* Sum of the squared steps: four times the largest squared rounding error */
+static double
+rounding_bound2(const ArcherSQ8 *sq)
+{
+	double		sum = 0;
+
+	for (int i = 0; i < sq->dim; i++)
+		sum += (double) sq->step2[i];
+	return sum;
+}
+
+const ArcherSQ8 *
+vec_quantizer(const VecIndexInfo *info, uint8 flags)
+{
+	return (flags & VEC_NODE_WIDE) ? &info->sq_wide : &info->sq;
+}
+
 /* Encode x; the error and norm go into the node header */
 void
 vec_encode(const VecIndexInfo *info, const float *x, uint8 *code, float *error,
@@ -351,9 +427,25 @@ vec_encode(const VecIndexInfo *info, const float *x, uint8 *code, float *error,
 		else
 			archer_vec_normalize(work, dim);
 	}
-	archer_sq8_encode(&info->sq, work, code);
-	archer_sq8_decode(&info->sq, code, decoded);
-	*error = sqrtf(archer_vec_l2_squared(work, decoded, dim));
+	*error = encode_with(&info->sq, work, code, decoded);
+
+	/*
+	 * Rounding alone leaves at most half a step per dimension; more means
+	 * the trained range clamped the vector: try the wide quantizer.
+	 */
+	if ((double) *error * *error > 0.25 * rounding_bound2(&info->sq) * (1 + 1e-4))
+	{
+		uint8	   *wide = palloc(dim);
+		float		wide_error = encode_with(&info->sq_wide, work, wide, decoded);
+
+		if (wide_error < *error)
+		{
+			memcpy(code, wide, dim);
+			*error = wide_error;
+			*flags |= VEC_NODE_WIDE;
+		}
+		pfree(wide);
+	}
 	pfree(work);
 	pfree(decoded);
 }
@@ -376,20 +468,23 @@ vec_query_init(VecQuery *query, const VecIndexInfo *info, const float *q)
 			archer_vec_normalize(work, dim);
 	}
 	archer_sq8_query_init(&query->sq, &info->sq, work);
+	archer_sq8_query_init(&query->sq_wide, &info->sq_wide, work);
 }
 
 /* Distance between the query and a code, in the metric's own units */
 float
-vec_query_distance(const VecQuery *query, const uint8 *code)
+vec_query_distance(const VecQuery *query, const uint8 *code, uint8 flags)
 {
+	const ArcherSQ8Query *sq = (flags & VEC_NODE_WIDE) ? &query->sq_wide : &query->sq;
+
 	switch (query->info->metric)
 	{
 		case VEC_METRIC_L2:
-			return sqrtf(Max(0.0f, archer_sq8_query_l2sq(&query->sq, code)));
+			return sqrtf(Max(0.0f, archer_sq8_query_l2sq(sq, code)));
 		case VEC_METRIC_IP:
-			return -archer_sq8_query_ip(&query->sq, code);
+			return -archer_sq8_query_ip(sq, code);
 		case VEC_METRIC_COSINE:
-			return query->zero ? 1.0f : 1.0f - archer_sq8_query_ip(&query->sq, code);
+			return query->zero ? 1.0f : 1.0f - archer_sq8_query_ip(sq, code);
 	}
 	return 0;					/* keep compiler quiet */
 }
@@ -421,20 +516,46 @@ vec_lower_bound(const VecQuery *query, float code_distance, const VecNodeHeader 
 	return code_distance - slack - magnitude * VEC_BOUND_REL_MARGIN - VEC_BOUND_ABS_MARGIN;
 }
 
-/* Distance between two codes, for building the graph */
-float
-vec_code_distance(const VecIndexInfo *info, const uint8 *a, const uint8 *b)
+/* Distance between the decoded vectors of codes of different quantizers */
+static float
+mixed_code_distance(const VecIndexInfo *info, const uint8 *a, uint8 a_flags,
+					const uint8 *b, uint8 b_flags)
 {
+	float	   *xa = palloc(sizeof(float) * info->dim);
+	float	   *xb = palloc(sizeof(float) * info->dim);
+	float		distance;
+
+	archer_sq8_decode(vec_quantizer(info, a_flags), a, xa);
+	archer_sq8_decode(vec_quantizer(info, b_flags), b, xb);
+	if (info->metric == VEC_METRIC_L2)
+		distance = sqrtf(archer_vec_l2_squared(xa, xb, info->dim));
+	else if (info->metric == VEC_METRIC_IP)
+		distance = -archer_vec_inner_product(xa, xb, info->dim);
+	else
+		distance = 1.0f - archer_vec_inner_product(xa, xb, info->dim);
+	pfree(xa);
+	pfree(xb);
+	return distance;
+}
+
+/* Distance between two codes (with their nodes' flags), for building the graph */
+float
+vec_code_distance(const VecIndexInfo *info, const uint8 *a, uint8 a_flags,
+				  const uint8 *b, uint8 b_flags)
+{
+	const ArcherSQ8 *sq = vec_quantizer(info, a_flags);
+
+	if ((a_flags & VEC_NODE_WIDE) != (b_flags & VEC_NODE_WIDE))
+		return mixed_code_distance(info, a, a_flags, b, b_flags);
 	switch (info->metric)
 	{
 		case VEC_METRIC_L2:
-			return sqrtf(Max(0.0f, archer_sq8_l2sq(&info->sq, a, b)));
+			return sqrtf(Max(0.0f, archer_sq8_l2sq(sq, a, b)));
 		case VEC_METRIC_IP:
-			return -archer_sq8_ip(&info->sq, a, archer_sq8_bias(&info->sq, a),
-								  b, archer_sq8_bias(&info->sq, b));
+			return -archer_sq8_ip(sq, a, archer_sq8_bias(sq, a), b, archer_sq8_bias(sq, b));
 		default:
-			return 1.0f - archer_sq8_ip(&info->sq, a, archer_sq8_bias(&info->sq, a),
-										b, archer_sq8_bias(&info->sq, b));
+			return 1.0f - archer_sq8_ip(sq, a, archer_sq8_bias(sq, a),
+										b, archer_sq8_bias(sq, b));
 	}
 }
 

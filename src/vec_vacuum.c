@@ -179,8 +179,8 @@ repair_layer(Relation index, const VecIndexInfo *info, VecNodeHeader *node,
 				if (!(other->flags & VEC_NODE_DELETED) && layer <= other->level)
 				{
 					cands[ncands].tid = links[j];
-					cands[ncands++].distance = vec_code_distance(info, vec_node_code(node),
-																 vec_node_code(other));
+					cands[ncands++].distance = vec_code_distance(info, vec_node_code(node), node->flags,
+																 vec_node_code(other), other->flags);
 				}
 				pfree(other);
 			}
