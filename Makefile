@@ -13,6 +13,7 @@ OBJS = \
 	src/worker.o \
 	src/s2cell.o \
 	src/georegion.o \
+	src/geo_decode.o \
 	src/geo_types.o \
 	src/geo_postgis.o \
 	src/geo_handler.o \

@@ -158,6 +158,11 @@ extern bool geo_postgis_intersects(FmgrInfo *flinfo, bool geography, Datum value
 								   Datum region);
 extern Datum geo_postgis_make_point(bool geography, double lat, double lng);
 
+/* geo_decode.c: PostGIS's binary forms, from bytes */
+extern bool geo_decode_point(const uint8 *data, Size size, bool geography,
+							 double *lat, double *lng);
+extern GeoRegion *geo_decode_wkb_region(const uint8 *data, Size size, bool planar);
+
 /* geo_tree.c: descending and reading the tree */
 extern int	geo_key_cmp(uint64 cellid1, ItemPointer tid1, uint64 cellid2, ItemPointer tid2);
 extern Buffer geo_descend(Relation index, uint64 cellid, ItemPointer tid,

@@ -1,0 +1,281 @@
+/*-------------------------------------------------------------------------
+ *
+ * geo_decode.c
+ *	  Decoding PostGIS's binary forms for archer_geo: the point inside a
+ *	  serialized geography or geometry (GSERIALIZED version 2, PostGIS 3),
+ *	  and query polygons from WKB (what ST_AsBinary returns).
+ *
+ * Pure functions over bytes: every length is checked before it is read,
+ * and anything malformed raises an ERROR.  test/fuzz feeds them arbitrary
+ * bytes.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "port/pg_bswap.h"
+
+#include "geo.h"
+
+/* GSERIALIZED v2 flags */
+#define GS_FLAG_Z			0x01
+#define GS_FLAG_M			0x02
+#define GS_FLAG_BBOX		0x04
+#define GS_FLAG_GEODETIC	0x08
+#define GS_FLAG_EXTENDED	0x10
+#define GS_FLAG_VERSION		0x40
+
+#define WKB_POINT			1
+#define WKB_POLYGON			3
+#define WKB_MULTIPOLYGON	6
+
+#define GEO_SRID_WGS84		4326
+
+static const char *
+wkb_type_name(uint32 type)
+{
+	static const char *const names[] = {
+		"Point", "LineString", "Polygon", "MultiPoint", "MultiLineString",
+		"MultiPolygon", "GeometryCollection"
+	};
+
+	if (type >= 1 && type <= lengthof(names))
+		return names[type - 1];
+	return "of an unsupported kind";
+}
+
+/* WKB reader over a bytea, with bounds checks */
+typedef struct WkbReader
+{
+	const uint8 *data;
+	Size		size;
+	Size		pos;
+	bool		swap;
+} WkbReader;
+
+static void
+wkb_need(WkbReader *reader, Size n)
+{
+	if (reader->pos + n > reader->size)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("truncated WKB in query region")));
+}
+
+static uint32
+wkb_uint32(WkbReader *reader)
+{
+	uint32		value;
+
+	wkb_need(reader, 4);
+	memcpy(&value, reader->data + reader->pos, 4);
+	reader->pos += 4;
+	return reader->swap ? pg_bswap32(value) : value;
+}
+
+static double
+wkb_double(WkbReader *reader)
+{
+	uint64		bits;
+	double		value;
+
+	wkb_need(reader, 8);
+	memcpy(&bits, reader->data + reader->pos, 8);
+	reader->pos += 8;
+	if (reader->swap)
+		bits = pg_bswap64(bits);
+	memcpy(&value, &bits, 8);
+	return value;
+}
+
+/* Read a geometry header; returns the base type and sets *ndims */
+static uint32
+wkb_header(WkbReader *reader, int *ndims)
+{
+	uint32		type;
+	uint32		base;
+
+	wkb_need(reader, 1);
+	reader->swap = (reader->data[reader->pos] == 0);	/* 0 = big endian */
+#ifdef WORDS_BIGENDIAN
+	reader->swap = !reader->swap;
+#endif
+	reader->pos++;
+	type = wkb_uint32(reader);
+	*ndims = 2;
+	if (type & 0x80000000)
+		(*ndims)++;
+	if (type & 0x40000000)
+		(*ndims)++;
+	if (type & 0x20000000)
+		(void) wkb_uint32(reader);	/* EWKB SRID */
+	type &= 0x0FFFFFFF;
+	base = type % 1000;
+	switch (type / 1000)
+	{
+		case 1:
+		case 2:
+			*ndims = 3;
+			break;
+		case 3:
+			*ndims = 4;
+			break;
+	}
+	return base;
+}
+
+static void
+wkb_polygon(WkbReader *reader, int ndims, GeoPolygon *polygon)
+{
+	uint32		nrings = wkb_uint32(reader);
+	GeoRing    *rings;
+
+	if (nrings == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("query region contains an empty polygon")));
+	if (nrings > (reader->size - reader->pos) / 4)
+		wkb_need(reader, (Size) nrings * 4);
+	rings = palloc(sizeof(GeoRing) * nrings);
+	for (uint32 r = 0; r < nrings; r++)
+	{
+		uint32		npoints = wkb_uint32(reader);
+		double	   *lng;
+		double	   *lat;
+
+		wkb_need(reader, (Size) npoints * ndims * 8);
+		lng = palloc(sizeof(double) * Max(npoints, 1));
+		lat = palloc(sizeof(double) * Max(npoints, 1));
+		for (uint32 i = 0; i < npoints; i++)
+		{
+			lng[i] = wkb_double(reader);
+			lat[i] = wkb_double(reader);
+			reader->pos += (ndims - 2) * 8;
+		}
+		rings[r].npoints = npoints;
+		rings[r].lng = lng;
+		rings[r].lat = lat;
+	}
+	polygon->nrings = nrings;
+	polygon->rings = rings;
+}
+
+/*
+ * Read the point out of a serialized geography or geometry.  Returns false
+ * for an empty point; raises an error for anything that is not a point and,
+ * for geometry, for an SRID other than 4326.
+ */
+bool
+geo_decode_point(const uint8 *data, Size size, bool geography, double *lat, double *lng)
+{
+	uint8		flags;
+	int32		srid;
+	Size		offset = 4;
+	uint32		type;
+	uint32		npoints;
+	double		coords[2];
+
+	if (size < 4)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("invalid serialized %s value", geography ? "geography" : "geometry")));
+	flags = data[3];
+	if (!(flags & GS_FLAG_VERSION))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("archer_geo needs PostGIS 3 serialized values")));
+
+	srid = (data[0] << 16) | (data[1] << 8) | data[2];
+	srid = (int32) ((uint32) srid << 11) >> 11;
+	if (!geography && srid != GEO_SRID_WGS84)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("archer_geo indexes geometry points in SRID 4326 only, not SRID %d", srid),
+				 errhint("Use ST_Transform(geom, 4326) or ST_SetSRID(geom, 4326).")));
+
+	if (flags & GS_FLAG_EXTENDED)
+		offset += 8;
+	if (flags & GS_FLAG_BBOX)
+	{
+		int			ndims;
+
+		if (flags & GS_FLAG_GEODETIC)
+			ndims = 3;
+		else
+			ndims = 2 + ((flags & GS_FLAG_Z) ? 1 : 0) + ((flags & GS_FLAG_M) ? 1 : 0);
+		offset += ndims * 2 * sizeof(float);
+	}
+	if (size < offset + 8)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("invalid serialized %s value", geography ? "geography" : "geometry")));
+	memcpy(&type, data + offset, 4);
+	memcpy(&npoints, data + offset + 4, 4);
+	if (type != WKB_POINT)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("archer_geo indexes points only, got a %s %s",
+						geography ? "geography" : "geometry", wkb_type_name(type)),
+				 errhint("Index ST_PointOnSurface(col) or ST_Centroid(col) in an expression index.")));
+	if (npoints == 0)
+		return false;
+	if (size < offset + 8 + 2 * sizeof(double))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("invalid serialized %s value", geography ? "geography" : "geometry")));
+	memcpy(coords, data + offset + 8, 2 * sizeof(double));
+	*lng = coords[0];
+	*lat = coords[1];
+	geo_check_latlng(*lat, *lng);
+	return true;
+}
+
+/* Decode a WKB (multi)polygon into a region (planar or geodesic edges) */
+GeoRegion *
+geo_decode_wkb_region(const uint8 *data, Size size, bool planar)
+{
+	WkbReader	reader;
+	int			ndims;
+	uint32		type;
+	GeoPolygon *polygons;
+	int			npolygons;
+
+	reader.data = data;
+	reader.size = size;
+	reader.pos = 0;
+	reader.swap = false;
+
+	type = wkb_header(&reader, &ndims);
+	if (type == WKB_POLYGON)
+	{
+		npolygons = 1;
+		polygons = palloc(sizeof(GeoPolygon));
+		wkb_polygon(&reader, ndims, polygons);
+	}
+	else if (type == WKB_MULTIPOLYGON)
+	{
+		npolygons = wkb_uint32(&reader);
+		if (npolygons <= 0 || npolygons > reader.size / 9)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("query region is an empty multipolygon")));
+		polygons = palloc(sizeof(GeoPolygon) * npolygons);
+		for (int i = 0; i < npolygons; i++)
+		{
+			int			part_ndims;
+
+			if (wkb_header(&reader, &part_ndims) != WKB_POLYGON)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("query region multipolygon has a part that is not a polygon")));
+			wkb_polygon(&reader, part_ndims, &polygons[i]);
+		}
+	}
+	else
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("query region must be a Polygon or MultiPolygon, got a %s",
+						wkb_type_name(type))));
+
+	return georegion_polygons(npolygons, polygons, planar);
+}

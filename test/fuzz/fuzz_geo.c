@@ -1,0 +1,159 @@
+/*
+ * fuzz_geo.c: libFuzzer harness for archer_geo's decoders and regions.
+ *
+ * The first byte picks the target, the rest is its input:
+ *	0, 1	geo_decode_point (geometry, geography): a serialized PostGIS value
+ *	2, 3	geo_decode_wkb_region (geodesic, planar edges): WKB polygons; a
+ *			region that decodes is covered, and every sample point it
+ *			contains must lie in a covering cell
+ *	4	archer_cap_in: the text form of a cap; its covering must hold points
+ *		well inside the cap in eight directions
+ *	5	archer_cap_recv: the binary form, checked the same way
+ * A clear ERROR is an expected outcome; a crash, a sanitizer report or a
+ * covering that misses part of its region is a finding (abort).
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "fmgr.h"
+#include "lib/stringinfo.h"
+
+#include "geo.h"
+#include "pgstub.h"
+
+extern int	LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+extern Datum archer_cap_in(PG_FUNCTION_ARGS);
+extern Datum archer_cap_recv(PG_FUNCTION_ARGS);
+
+/* Is the leaf cell of (lat, lng) inside one of the cells? */
+static bool
+covered(const GeoCoverCell *cells, int ncells, double lat, double lng)
+{
+	S2CellId	leaf = s2_cellid_from_point(s2_point_from_latlng(lat, lng));
+
+	for (int i = 0; i < ncells; i++)
+		if (s2_cellid_contains(cells[i].cellid, leaf))
+			return true;
+	return false;
+}
+
+static void
+check_polygon_covering(GeoRegion *region, const uint8 *data, size_t size)
+{
+	GeoCoverCell *cells;
+	int			ncells = georegion_cover(region, 4 + (size % 61), &cells);
+
+	/* sample points from the input's bytes, anywhere on the globe */
+	for (size_t i = 0; i + 4 <= size && i < 64; i += 4)
+	{
+		double		lng = ((data[i] << 8) | data[i + 1]) * (360.0 / 65535.0) - 180.0;
+		double		lat = ((data[i + 2] << 8) | data[i + 3]) * (180.0 / 65535.0) - 90.0;
+
+		if (georegion_contains_point(region, lng, lat) && !covered(cells, ncells, lat, lng))
+			abort();
+	}
+}
+
+/* The point at angle (radians) from (lat, lng) towards bearing (radians) */
+static void
+destination(double lat, double lng, double angle, double bearing,
+			double *lat2, double *lng2)
+{
+	double		phi = lat * M_PI / 180.0;
+	double		lambda = lng * M_PI / 180.0;
+	double		phi2 = asin(sin(phi) * cos(angle) + cos(phi) * sin(angle) * cos(bearing));
+	double		lambda2 = lambda + atan2(sin(bearing) * sin(angle) * cos(phi),
+										 cos(angle) - sin(phi) * sin(phi2));
+
+	*lat2 = phi2 * 180.0 / M_PI;
+	*lng2 = remainder(lambda2 * 180.0 / M_PI, 360.0);
+}
+
+static void
+check_cap_covering(const ArcherCap *cap, int max_cells)
+{
+	GeoRegion  *region = geo_cap_region(GEO_COLUMN_POINT, cap);
+	GeoCoverCell *cells;
+	int			ncells = georegion_cover(region, max_cells, &cells);
+	double		angle = Min(cap->radius / GEO_EARTH_RADIUS, M_PI);
+
+	if (!covered(cells, ncells, cap->lat, cap->lng))
+		abort();
+	for (int k = 0; k < 8; k++)
+	{
+		double		lat;
+		double		lng;
+
+		destination(cap->lat, cap->lng, angle * 0.999, k * M_PI / 4, &lat, &lng);
+		if (!covered(cells, ncells, lat, lng))
+			abort();
+	}
+}
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	int			target;
+	const uint8 *input;
+	size_t		len;
+
+	if (size < 1)
+		return 0;
+	target = data[0] % 6;
+	input = data + 1;
+	len = size - 1;
+
+	if (sigsetjmp(stub_error_jump, 0) == 0)
+	{
+		switch (target)
+		{
+			case 0:
+			case 1:
+				{
+					double		lat;
+					double		lng;
+
+					(void) geo_decode_point(input, len, target == 1, &lat, &lng);
+					break;
+				}
+			case 2:
+			case 3:
+				check_polygon_covering(geo_decode_wkb_region(input, len, target == 3),
+									   input, len);
+				break;
+			case 4:
+				{
+					char	   *text = pnstrdup((const char *) input, len);
+					LOCAL_FCINFO(fcinfo, 3);
+
+					fcinfo->args[0].value = CStringGetDatum(text);
+					fcinfo->args[1].value = ObjectIdGetDatum(InvalidOid);
+					fcinfo->args[2].value = Int32GetDatum(-1);
+					check_cap_covering((ArcherCap *) DatumGetPointer(archer_cap_in(fcinfo)),
+									   4 + (int) (len % 29));
+					break;
+				}
+			case 5:
+				{
+					StringInfoData msg;
+					LOCAL_FCINFO(fcinfo, 3);
+
+					msg.data = palloc(len + 1);
+					memcpy(msg.data, input, len);
+					msg.data[len] = '\0';
+					msg.len = len;
+					msg.maxlen = len + 1;
+					msg.cursor = 0;
+					fcinfo->args[0].value = PointerGetDatum(&msg);
+					fcinfo->args[1].value = ObjectIdGetDatum(InvalidOid);
+					fcinfo->args[2].value = Int32GetDatum(-1);
+					check_cap_covering((ArcherCap *) DatumGetPointer(archer_cap_recv(fcinfo)),
+									   4 + (int) (len % 29));
+					break;
+				}
+		}
+	}
+	stub_reset();
+	return 0;
+}

@@ -1,0 +1,13 @@
+/* pgstub.h: see pgstub.c */
+#ifndef ARCHER_PGSTUB_H
+#define ARCHER_PGSTUB_H
+
+#include <setjmp.h>
+
+/* where an ERROR lands: set with sigsetjmp before calling the decoder */
+extern sigjmp_buf stub_error_jump;
+
+/* release everything allocated since the last reset */
+extern void stub_reset(void);
+
+#endif
