@@ -62,12 +62,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		fcinfo->args[2].value = Int32GetDatum(typmod);
 		if (binary)
 		{
-			msg.data = palloc(len + 1);
-			memcpy(msg.data, input, len);
-			msg.data[len] = '\0';
-			msg.len = len;
-			msg.maxlen = len + 1;
-			msg.cursor = 0;
+			stub_message(&msg, (const uint8 *) input, len);
 			fcinfo->args[0].value = PointerGetDatum(&msg);
 			result = avector_recv(fcinfo);
 		}

@@ -139,12 +139,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 					StringInfoData msg;
 					LOCAL_FCINFO(fcinfo, 3);
 
-					msg.data = palloc(len + 1);
-					memcpy(msg.data, input, len);
-					msg.data[len] = '\0';
-					msg.len = len;
-					msg.maxlen = len + 1;
-					msg.cursor = 0;
+					stub_message(&msg, input, len);
 					fcinfo->args[0].value = PointerGetDatum(&msg);
 					fcinfo->args[1].value = ObjectIdGetDatum(InvalidOid);
 					fcinfo->args[2].value = Int32GetDatum(-1);

@@ -233,6 +233,17 @@ ProcessInterrupts(void)
 
 /* ---- pqformat readers, with the server's checks ---- */
 
+void
+stub_message(StringInfo msg, const uint8 *data, size_t len)
+{
+	msg->data = palloc(len + 1);
+	memcpy(msg->data, data, len);
+	msg->data[len] = '\0';
+	msg->len = len;
+	msg->maxlen = len + 1;
+	msg->cursor = 0;
+}
+
 static void
 msg_need(StringInfo msg, int n)
 {
