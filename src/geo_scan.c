@@ -224,6 +224,19 @@ entry_matches(GeoScanOpaque so, int first_cell, uint64 cellid, bool *recheck)
  * one call to the next: a right link must lead to higher keys, so a damaged
  * link cannot send the scan round in circles.
  */
+/* A page reached sideways (right link, hint) must be a leaf at level 0 */
+static void
+check_leaf(Relation index, Buffer buf)
+{
+	ArcherPageOpaque opaque = ArcherPageGetOpaque(BufferGetPage(buf));
+
+	if (!(opaque->flags & ARCHER_PAGE_LEAF))
+		archer_corrupted(index, BufferGetBlockNumber(buf),
+						 "A leaf's right link points to a non-leaf page.");
+	if (opaque->level != 0)
+		archer_corrupted(index, BufferGetBlockNumber(buf), "A leaf is not at level 0.");
+}
+
 /* The leaf to start range [lo, ...] from: the hint's, or InvalidBuffer */
 static Buffer
 read_hinted_leaf(Relation index, const GeoLeafHint *hint, uint64 lo, ItemPointer mintid)
@@ -233,13 +246,12 @@ read_hinted_leaf(Relation index, const GeoLeafHint *hint, uint64 lo, ItemPointer
 	if (!BlockNumberIsValid(hint->blkno) || lo <= hint->after ||
 		(hint->has_hikey && lo > hint->hikey_cellid))
 		return InvalidBuffer;
+	/* the hint was a leaf when read, and leaves stay leaves */
 	buf = archer_read_page(index, hint->blkno, BUFFER_LOCK_SHARE, ARCHER_GEO_PAGE_ID);
-	if (!(ArcherPageGetOpaque(BufferGetPage(buf))->flags & ARCHER_PAGE_LEAF))
-	{
-		UnlockReleaseBuffer(buf);
-		return InvalidBuffer;
-	}
-	return geo_move_right(index, buf, lo, mintid, BUFFER_LOCK_SHARE);
+	check_leaf(index, buf);
+	buf = geo_move_right(index, buf, lo, mintid, BUFFER_LOCK_SHARE);
+	check_leaf(index, buf);
+	return buf;
 }
 
 static int
@@ -269,8 +281,7 @@ read_range_page(Relation index, uint64 lo, uint64 hi, BlockNumber *blkno,
 	{
 		buf = archer_read_page(index, *blkno, BUFFER_LOCK_SHARE, ARCHER_GEO_PAGE_ID);
 		opaque = ArcherPageGetOpaque(BufferGetPage(buf));
-		if (!(opaque->flags & ARCHER_PAGE_LEAF))
-			archer_corrupted(index, *blkno, "A leaf's right link points to a non-leaf page.");
+		check_leaf(index, buf);
 		if ((opaque->flags & ARCHER_PAGE_HAS_HIKEY) &&
 			geo_key_cmp(opaque->hikey_cellid, &opaque->hikey_tid,
 						hikey->cellid, &hikey->tid) <= 0)

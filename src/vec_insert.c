@@ -538,8 +538,15 @@ vec_insert(Relation index, Datum *values, bool *isnull, ItemPointer ht_ctid,
 		LockPage(index, VEC_INSERT_LOCK, ExclusiveLock);
 		if (info->dim == 0)
 		{
-			initialize_empty_index(index, x, dim);
+			/* another first insert may have set the index up while this one waited */
 			info = vec_index_info(index);
+			if (info->dim == 0)
+			{
+				initialize_empty_index(index, x, dim);
+				info = vec_index_info(index);
+			}
+			else
+				x = vec_datum_values(info, values[0], &dim);
 		}
 		vec_insert_node(index, info, new_node(info, x, values, isnull, ht_ctid, 0), x, NULL);
 		UnlockPage(index, VEC_INSERT_LOCK, ExclusiveLock);

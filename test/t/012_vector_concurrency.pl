@@ -21,6 +21,9 @@
 use strict;
 use warnings;
 
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use ArcherPgbench;
 use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
@@ -220,6 +223,25 @@ for my $col ('v', 'a')
 
 my @bad = grep { /ERROR:|PANIC|TRAP:|terminated by signal|deadlock/ } split /\n/, slurp_file($node->logfile);
 is(scalar(@bad), 0, 'server log: no ERROR, deadlock, PANIC or crash') or diag(join("\n", @bad[ 0 .. ($#bad < 20 ? $#bad : 19) ]));
+
+# Concurrent first inserts into indexes built on empty tables, with and
+# without a typmod: the first row sets the dimension and the quantizer, the
+# inserts that waited for it must use them, not set them up again.
+for my $trial (1 .. 5)
+{
+	$node->safe_psql('postgres', q{
+DROP TABLE IF EXISTS first_rows;
+CREATE TABLE first_rows (id serial, v avector(3), a real[]);
+CREATE INDEX first_rows_v ON first_rows USING archer_vector (v);
+CREATE INDEX first_rows_a ON first_rows USING archer_vector (a);
+});
+	finish_pgbench(start_pgbench($node, "first_rows_$trial",
+		"INSERT INTO first_rows (v, a) SELECT x::avector, x FROM (SELECT ARRAY[random(), random(), random()]::real[] AS x) s;\n",
+		2, '-c', '8'));
+	is($node->safe_psql('postgres', "SELECT archer_vector_verify('first_rows_v') = count(*) AND "
+		  . "archer_vector_verify('first_rows_a') = count(*) FROM first_rows"),
+		't', "trial $trial: concurrent first inserts: every row indexed once in both indexes");
+}
 
 $node->stop;
 note(sprintf('012_vector_concurrency took %.1f s', time() - $t_start));
