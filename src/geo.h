@@ -59,6 +59,8 @@
 
 /* Earth: the sphere of the point type, and the spheroid's bounds on it */
 #define GEO_EARTH_RADIUS		6371008.8
+/* the only SRID geometry columns and regions may have */
+#define GEO_SRID_WGS84			4326
 /* geodesic distance on WGS84 / great-circle distance on GEO_EARTH_RADIUS */
 #define GEO_SPHEROID_MIN_RATIO	0.9940
 #define GEO_SPHEROID_MAX_RATIO	1.0050

@@ -29,8 +29,6 @@
 #define WKB_POLYGON			3
 #define WKB_MULTIPOLYGON	6
 
-#define GEO_SRID_WGS84		4326
-
 static const char *
 wkb_type_name(uint32 type)
 {

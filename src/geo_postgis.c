@@ -35,8 +35,6 @@
 
 #include "geo.h"
 
-#define GEO_SRID_WGS84		4326
-
 
 /* pg_extension.extnamespace; PostgreSQL 15 does not export a lookup */
 static Oid
