@@ -93,7 +93,18 @@ archer_check_page(Relation index, Page page, BlockNumber blkno, uint16 page_id)
 	if (opaque->page_id != page_id)
 		archer_corrupted(index, blkno, "The page id does not belong to this access method.");
 	if (opaque->version != ARCHER_PAGE_VERSION)
+	{
+		/* an intact meta page of another layout: an index from another release */
+		if (blkno == ARCHER_META_BLKNO &&
+			((ArcherMetaCommon *) PageGetContents(page))->magic == ARCHER_MAGIC)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("index \"%s\" has page layout version %u, which this build of archer cannot read",
+							RelationGetRelationName(index), opaque->version),
+					 errdetail("This build reads page layout version %d.", ARCHER_PAGE_VERSION),
+					 errhint("REINDEX it to rebuild it in the current layout.")));
 		archer_corrupted(index, blkno, "The page layout version is unknown.");
+	}
 }
 
 /*

@@ -236,10 +236,10 @@ vec_read_meta(Relation index, VecMetaPageData *meta)
 	Page		page = BufferGetPage(buf);
 
 	memcpy(meta, VecPageGetMeta(page), sizeof(VecMetaPageData));
-	UnlockReleaseBuffer(buf);
 	if (!(ArcherPageGetOpaque(page)->flags & ARCHER_PAGE_META) ||
 		meta->common.magic != ARCHER_MAGIC || meta->common.version != ARCHER_PAGE_VERSION)
 		archer_corrupted(index, ARCHER_META_BLKNO, "The meta page is invalid.");
+	UnlockReleaseBuffer(buf);
 }
 
 /*
