@@ -22,6 +22,15 @@ REINDEX INDEX CONCURRENTLY geo_churn_archer;
 SELECT archer_geo_verify('geo_churn_archer') = (SELECT count(*) FROM geo_churn) AS verified;
 VACUUM FULL geo_churn;
 SELECT archer_geo_verify('geo_churn_archer') = (SELECT count(*) FROM geo_churn) AS verified;
+-- keys that do not fit in maintenance_work_mem are sorted on disk: a
+-- NOTICE, and the same index
+SET maintenance_work_mem = '1MB';
+\set VERBOSITY terse
+REINDEX INDEX geo_churn_archer;
+\set VERBOSITY default
+RESET maintenance_work_mem;
+SELECT archer_geo_verify('geo_churn_archer') = (SELECT count(*) FROM geo_churn) AS verified;
+SELECT * FROM index_vs_seq('SELECT id FROM geo_churn WHERE archer_dwithin(p, point(-60, -30), 2000000)');
 -- reloption bounds
 CREATE INDEX ON geo_churn USING archer_geo (p) WITH (fillfactor = 5);
 CREATE INDEX ON geo_churn USING archer_geo (p) WITH (nonsense = 5);

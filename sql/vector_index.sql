@@ -140,5 +140,16 @@ CREATE INDEX ON vec_items USING archer_vector (v) WITH (m = 1);
 CREATE INDEX ON vec_items USING archer_vector (v) WITH (quantization = 'pq');
 CREATE TABLE vec_wide (v avector(7200));
 CREATE INDEX ON vec_wide USING archer_vector (v);
+
+-- a graph that does not fit in maintenance_work_mem: a NOTICE, then the
+-- rows go into the on-disk graph one by one, and the index is as good
+DROP INDEX vec_items_l2;
+SET maintenance_work_mem = '1MB';
+\set VERBOSITY terse
+CREATE INDEX vec_items_small_mem ON vec_items USING archer_vector (v);
+\set VERBOSITY default
+RESET maintenance_work_mem;
+SELECT archer_vector_verify('vec_items_small_mem') = (SELECT count(*) FROM vec_items WHERE v IS NOT NULL) AS verified;
+SELECT recall >= 0.95 AS good_recall, ordered, full_rows FROM vec_recall('v', '<->', 'true', 10);
 DROP TABLE vec_items, vec_queries, vec_empty, vec_wide;
 DROP FUNCTION vec_recall;

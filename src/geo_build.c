@@ -264,6 +264,26 @@ write_tree(Relation index, Tuplesortstate *sort, TupleTableSlot *slot,
 	return writer.downlinks[0].child;
 }
 
+/*
+ * A sort that spills still finishes in bounded memory, only slower; say so,
+ * as the vector build does when its graph does not fit, so that a DBA
+ * knows what to raise.
+ */
+static void
+notice_if_sorted_on_disk(Relation index, Tuplesortstate *sort)
+{
+	TuplesortInstrumentation stats;
+
+	tuplesort_get_stats(sort, &stats);
+	if (stats.spaceType == SORT_SPACE_TYPE_DISK)
+		ereport(NOTICE,
+				(errmsg("keys of index \"%s\" do not fit in maintenance_work_mem",
+						RelationGetRelationName(index)),
+				 errdetail("They were sorted on disk (%ld kB), which is slower.",
+						   (long) stats.spaceUsed),
+				 errhint("Increase maintenance_work_mem to speed up index creation.")));
+}
+
 IndexBuildResult *
 geo_build(Relation heap, Relation index, IndexInfo *indexInfo)
 {
@@ -307,6 +327,7 @@ geo_build(Relation heap, Relation index, IndexInfo *indexInfo)
 	pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE, GEO_PHASE_SORT);
 	pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_TOTAL, (int64) buildstate.ntuples);
 	tuplesort_performsort(buildstate.sort);
+	notice_if_sorted_on_disk(index, buildstate.sort);
 
 	buildstate.slot = MakeSingleTupleTableSlot(sortdesc, &TTSOpsMinimalTuple);
 	root = write_tree(index, buildstate.sort, buildstate.slot, fillfactor, &root_level);
