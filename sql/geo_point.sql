@@ -55,3 +55,29 @@ SELECT * FROM knn_vs_seq('SELECT p <-> point(10, 10) AS dist FROM geo_points ORD
 SELECT * FROM knn_vs_seq('SELECT p <-> point(2.35, 48.85) AS dist FROM geo_points WHERE archer_dwithin(p, point(2.35, 48.85), 20000) ORDER BY p <-> point(2.35, 48.85) LIMIT 50');
 
 SELECT archer_geo_verify('geo_points_archer') = (SELECT count(*) FROM geo_points) AS verified;
+
+-- a prepared radius query: after five custom plans the plan cache keeps a
+-- generic one (the cap's parameters unknown, estimated at about one row),
+-- which still uses the index
+PREPARE near(point, float8) AS SELECT count(*) FROM geo_points WHERE archer_dwithin(p, $1, $2);
+EXECUTE near(point(2.35, 48.85), 1000);
+EXECUTE near(point(2.35, 48.85), 2000);
+EXECUTE near(point(-70, -33), 1000);
+EXECUTE near(point(139.7, 35.7), 1500);
+EXECUTE near(point(0, 90), 1000);
+EXPLAIN (COSTS OFF) EXECUTE near(point(2.35, 48.85), 500);
+DEALLOCATE near;
+-- and answers exactly at any radius: plpgsql caches the plan of its query
+-- the same way (the reference, on an expression of the column, cannot use
+-- the index)
+CREATE FUNCTION near_ids(c point, m float8) RETURNS int[] LANGUAGE plpgsql AS $$
+BEGIN
+    RETURN (SELECT coalesce(array_agg(id ORDER BY id), '{}') FROM geo_points WHERE archer_dwithin(p, c, m));
+END $$;
+SELECT count(*) AS checked,
+       count(*) FILTER (WHERE near_ids(point(x, y), m) IS DISTINCT FROM
+           (SELECT coalesce(array_agg(id ORDER BY id), '{}') FROM geo_points
+            WHERE archer_dwithin(p + point(0, 0), point(x, y), m))) AS mismatches
+FROM (VALUES (2.35, 48.85), (-70, -33), (180, 0), (0, -90), (100, 10)) c(x, y),
+     (VALUES (100.0), (1000.0), (50000.0), (2000000.0), (20100000.0)) r(m);
+DROP FUNCTION near_ids;

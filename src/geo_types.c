@@ -593,7 +593,7 @@ archer_geo_support(PG_FUNCTION_ARGS)
 /*
  * Restriction selectivity of "col <@ cap" and "col <@@ region": the cap's
  * share of the sphere scaled for clustered data when the cap is known at
- * plan time, a small default otherwise.
+ * plan time, about one row when it is not, a small default for regions.
  */
 Datum
 archer_geo_restrict(PG_FUNCTION_ARGS)
@@ -618,6 +618,19 @@ archer_geo_restrict(PG_FUNCTION_ARGS)
 		double		fraction = (1.0 - cos(angle)) / 2.0;
 
 		selec = Min(1.0, fraction * GEO_CLUSTER_FACTOR + 1e-7);
+	}
+	else if (is_cap && vardata.rel != NULL && vardata.rel->tuples >= 1)
+	{
+		/*
+		 * A cap unknown at plan time: a prepared statement's parameters (a
+		 * generic plan) or another table's column (a nested loop).  Guess
+		 * about one row, like an equality lookup.  The plan cache keeps a
+		 * generic plan only when it costs no more than the custom plans it
+		 * has seen; a larger guess made it dearer than any small radius
+		 * query's custom plan, so every execution was planned afresh, and
+		 * planning took longer than the scan.
+		 */
+		selec = 1.0 / vardata.rel->tuples;
 	}
 	ReleaseVariableStats(vardata);
 	PG_RETURN_FLOAT8(selec);
