@@ -1017,10 +1017,62 @@ s2_cell_max_angle(S2CellId id, S2Point p)
 	return d < M_PI ? d : M_PI;
 }
 
-static inline double
-point_lat_rad(S2Point p)
+/*
+ * A latitude as the direction (z, r) with r >= 0 (r the distance from the
+ * axis, z the height): latitudes compare exactly by cross-multiplying, so
+ * the bound below needs an arctangent only for the two extremes it keeps.
+ */
+typedef struct LatKey
 {
-	return atan2(p.z, sqrt(p.x * p.x + p.y * p.y));
+	double		z;
+	double		r;
+} LatKey;
+
+static inline LatKey
+lat_key(S2Point p)
+{
+	LatKey		k = {p.z, sqrt(p.x * p.x + p.y * p.y)};
+
+	return k;
+}
+
+static inline bool
+lat_key_less(LatKey x, LatKey y)
+{
+	return x.z * y.r < y.z * x.r;
+}
+
+static inline double
+lat_key_deg(LatKey k)
+{
+	return atan2(k.z, k.r) * RAD_TO_DEG;
+}
+
+/*
+ * A monotone stand-in for atan2(s, c) over (-pi, pi] that needs no
+ * arctangent ("diamond angle", in (-2, 2]): it orders the longitude offsets
+ * of a cell's vertices so that only the extremes need atan2.
+ */
+static inline double
+diamond_angle(double s, double c)
+{
+	double		t = fabs(s);
+	double		d = c >= 0 ? t / (c + t) : 1 + (-c) / (t - c);
+
+	return s < 0 ? -d : d;
+}
+
+/* longitude of v minus clng, in [-180, 180] degrees */
+static inline double
+lng_offset_deg(double clng, S2Point v)
+{
+	double		d = atan2(v.y, v.x) * RAD_TO_DEG - clng;
+
+	if (d > 180)
+		d -= 360;
+	else if (d < -180)
+		d += 360;
+	return d;
 }
 
 S2LatLngRect
@@ -1032,11 +1084,13 @@ s2_cell_rect_bound(S2CellId id)
 	S2Point		en[4];
 	S2Point		pole;
 	S2Point		center;
-	double		lat_lo;
-	double		lat_hi;
+	LatKey		lo;
+	LatKey		hi;
 	double		clng;
-	double		dmin;
-	double		dmax;
+	double		amin;
+	double		amax;
+	int			kmin;
+	int			kmax;
 	bool		north;
 	bool		south;
 	int			k;
@@ -1062,15 +1116,15 @@ s2_cell_rect_bound(S2CellId id)
 	south = uvw_in_cell(uv, xyz_to_uvw(face, pole));
 
 	/* latitude: vertices, then edges bulging beyond their endpoints */
-	lat_lo = lat_hi = point_lat_rad(v[0]);
+	lo = hi = lat_key(v[0]);
 	for (k = 1; k < 4; k++)
 	{
-		double		lat = point_lat_rad(v[k]);
+		LatKey		lat = lat_key(v[k]);
 
-		if (lat < lat_lo)
-			lat_lo = lat;
-		if (lat > lat_hi)
-			lat_hi = lat;
+		if (lat_key_less(lat, lo))
+			lo = lat;
+		if (lat_key_less(hi, lat))
+			hi = lat;
 	}
 	for (k = 0; k < 4; k++)
 	{
@@ -1078,33 +1132,38 @@ s2_cell_rect_bound(S2CellId id)
 		S2Point		b = v[(k + 1) & 3];
 		S2Point		n = en[k];
 		double		nxy2 = n.x * n.x + n.y * n.y;
-		double		phi;
+		LatKey		top;
+		LatKey		bottom;
 		S2Point		m;
 
 		/*
 		 * The great circle with normal n comes closest to the north pole at
 		 * m = |n|^2 z - n_z n (the pole's projection onto its plane), where
-		 * its latitude is phi = angle(n, z axis) folded into [0, pi/2]; the
-		 * southernmost point is -m.  m vanishes for the equator.
+		 * its latitude is the angle between n and the z axis folded into
+		 * [0, pi/2]; the southernmost point is -m.  m vanishes for the
+		 * equator.
 		 */
 		if (nxy2 == 0)
 			continue;
 		m.x = -n.z * n.x;
 		m.y = -n.z * n.y;
 		m.z = nxy2;
-		phi = atan2(sqrt(nxy2), fabs(n.z));
-		if (phi > lat_hi && on_circle_in_arc(a, b, n, m))
-			lat_hi = phi;
-		if (-phi < lat_lo && on_circle_in_arc(a, b, n, vec_neg(m)))
-			lat_lo = -phi;
+		top.z = sqrt(nxy2);
+		top.r = fabs(n.z);
+		bottom.z = -top.z;
+		bottom.r = top.r;
+		if (lat_key_less(hi, top) && on_circle_in_arc(a, b, n, m))
+			hi = top;
+		if (lat_key_less(bottom, lo) && on_circle_in_arc(a, b, n, vec_neg(m)))
+			lo = bottom;
 	}
-	if (north)
-		lat_hi = M_PI / 2;
-	if (south)
-		lat_lo = -M_PI / 2;
 
-	r.lat_lo = lat_lo * RAD_TO_DEG - S2_RECT_EPS_DEG;
-	r.lat_hi = lat_hi * RAD_TO_DEG + S2_RECT_EPS_DEG;
+	r.lat_lo = lat_key_deg(lo) - S2_RECT_EPS_DEG;
+	r.lat_hi = lat_key_deg(hi) + S2_RECT_EPS_DEG;
+	if (north)
+		r.lat_hi = 90;
+	if (south)
+		r.lat_lo = -90;
 	if (r.lat_lo < -90)
 		r.lat_lo = -90;
 	if (r.lat_hi > 90)
@@ -1122,26 +1181,35 @@ s2_cell_rect_bound(S2CellId id)
 	 * is monotonic and spans less than 180 degrees, so a cell without a
 	 * pole has its longitude extremes at vertices, and longitude measured
 	 * from the cell center varies continuously (without wrapping) over the
-	 * cell.  Take the vertex offsets from the center longitude.
+	 * cell.  Take the vertex offsets from the center longitude: the angle
+	 * from the center's direction to the vertex's in the xy plane.
 	 */
 	center = face_uv_to_xyz(face, 0.5 * (uv[0] + uv[1]), 0.5 * (uv[2] + uv[3]));
 	clng = atan2(center.y, center.x) * RAD_TO_DEG;
-	dmin = dmax = 0;
+	amin = amax = 0;
+	kmin = kmax = -1;
 	for (k = 0; k < 4; k++)
 	{
-		double		d = atan2(v[k].y, v[k].x) * RAD_TO_DEG - clng;
+		double		a = diamond_angle(center.x * v[k].y - center.y * v[k].x,
+									  center.x * v[k].x + center.y * v[k].y);
 
-		if (d > 180)
-			d -= 360;
-		else if (d < -180)
-			d += 360;
-		if (d < dmin)
-			dmin = d;
-		if (d > dmax)
-			dmax = d;
+		if (a < amin)
+		{
+			amin = a;
+			kmin = k;
+		}
+		if (a > amax)
+		{
+			amax = a;
+			kmax = k;
+		}
 	}
-	r.lng_lo = clng + dmin - S2_RECT_EPS_DEG;
-	r.lng_hi = clng + dmax + S2_RECT_EPS_DEG;
+	r.lng_lo = clng - S2_RECT_EPS_DEG;
+	r.lng_hi = clng + S2_RECT_EPS_DEG;
+	if (kmin >= 0)
+		r.lng_lo += lng_offset_deg(clng, v[kmin]);
+	if (kmax >= 0)
+		r.lng_hi += lng_offset_deg(clng, v[kmax]);
 	if (r.lng_hi - r.lng_lo >= 360)
 	{
 		r.lng_lo = -180;
