@@ -95,8 +95,13 @@ typedef struct GeoInternalEntry
 
 #define GEO_LEAF_CAPACITY		((int) (ARCHER_PAGE_CAPACITY_BYTES / sizeof(GeoLeafEntry)))
 #define GEO_INTERNAL_CAPACITY	((int) (ARCHER_PAGE_CAPACITY_BYTES / sizeof(GeoInternalEntry)))
-/* most entries a leaf keeps unsorted after its sorted prefix */
-#define GEO_LEAF_TAIL_MAX		32
+/*
+ * Most entries a leaf keeps unsorted after its sorted prefix.  Sorting the
+ * tail in rewrites most of the page, a WAL record of several kB, so its
+ * cost per insert falls with the tail's length; a scan reads the tail of
+ * each leaf it visits linearly, which 128 entries (2 kB) keep cheap.
+ */
+#define GEO_LEAF_TAIL_MAX		128
 
 #define GEO_SPLIT_LOCK			ARCHER_META_BLKNO
 
