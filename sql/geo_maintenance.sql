@@ -22,15 +22,22 @@ REINDEX INDEX CONCURRENTLY geo_churn_archer;
 SELECT archer_geo_verify('geo_churn_archer') = (SELECT count(*) FROM geo_churn) AS verified;
 VACUUM FULL geo_churn;
 SELECT archer_geo_verify('geo_churn_archer') = (SELECT count(*) FROM geo_churn) AS verified;
--- keys that do not fit in maintenance_work_mem are sorted on disk: a
--- NOTICE, and the same index
+-- keys are sorted in memory while they fit in maintenance_work_mem (16
+-- bytes each), on disk when they do not: a NOTICE, and the same index
 SET maintenance_work_mem = '1MB';
-\set VERBOSITY terse
 REINDEX INDEX geo_churn_archer;
+SELECT archer_geo_verify('geo_churn_archer') = (SELECT count(*) FROM geo_churn) AS verified;
+CREATE TABLE geo_spill AS SELECT i AS id, point(random() * 360 - 180, degrees(asin(random() * 2 - 1))) AS p
+FROM generate_series(1, 70000) i;
+INSERT INTO geo_spill VALUES (0, NULL);
+\set VERBOSITY terse
+CREATE INDEX geo_spill_archer ON geo_spill USING archer_geo (p);
 \set VERBOSITY default
 RESET maintenance_work_mem;
-SELECT archer_geo_verify('geo_churn_archer') = (SELECT count(*) FROM geo_churn) AS verified;
-SELECT * FROM index_vs_seq('SELECT id FROM geo_churn WHERE archer_dwithin(p, point(-60, -30), 2000000)');
+SELECT archer_geo_verify('geo_spill_archer') = (SELECT count(*) FROM geo_spill) AS verified;
+SELECT * FROM index_vs_seq('SELECT id FROM geo_spill WHERE archer_dwithin(p, point(-60, -30), 2000000)');
+SELECT * FROM index_vs_seq('SELECT id FROM geo_spill WHERE archer_dwithin(p, point(179.9, 0.1), 500000)');
+DROP TABLE geo_spill;
 -- reloption bounds
 CREATE INDEX ON geo_churn USING archer_geo (p) WITH (fillfactor = 5);
 CREATE INDEX ON geo_churn USING archer_geo (p) WITH (nonsense = 5);

@@ -3,8 +3,10 @@
  * geo_build.c
  *	  CREATE INDEX for archer_geo: a sorted bulk build.
  *
- * The heap scan computes each row's leaf cell id; a tuplesort (spilling to
- * disk beyond maintenance_work_mem) orders the (cellid, tid) keys; leaves
+ * The heap scan computes each row's leaf cell id and collects the (cellid,
+ * tid) keys in an array sorted in memory; keys that would not fit in
+ * maintenance_work_mem go to a tuplesort instead, which spills to disk (and
+ * costs several times as much per key, in memory and time).  Leaves
  * are then filled left to right up to the fillfactor, and each internal
  * level is built from the first keys of the level below, until one page is
  * left: the root.  Pages are written without WAL and logged all at once at
@@ -43,11 +45,26 @@
 typedef struct GeoBuildState
 {
 	GeoColumnKind kind;
+	Relation	index;
+	/* the keys in memory, while they fit in maintenance_work_mem */
+	GeoKey	   *keys;
+	int64		nkeys;
+	int64		maxkeys;
+	int64		keys_limit;
+	int64		next_key;		/* reading them back */
+	/* or, once they do not, all of them in a tuplesort */
 	Tuplesortstate *sort;
 	TupleTableSlot *slot;
 	MemoryContext tmpcxt;
 	double		ntuples;
 } GeoBuildState;
+
+#define ST_SORT sort_geo_keys
+#define ST_ELEMENT_TYPE GeoKey
+#define ST_COMPARE(a, b) geo_key_cmp((a)->cellid, &(a)->tid, (b)->cellid, &(b)->tid)
+#define ST_SCOPE static
+#define ST_DEFINE
+#include "lib/sort_template.h"
 
 /* One level being written: the page in progress and the downlinks it made */
 typedef struct LevelWriter
@@ -86,12 +103,8 @@ geo_buildphasename(int64 phasenum)
 }
 
 static void
-build_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
-			   bool tupleIsAlive, void *state)
+sort_put_key(GeoBuildState *buildstate, uint64 cellid, ItemPointer tid)
 {
-	GeoBuildState *buildstate = (GeoBuildState *) state;
-	MemoryContext oldcxt = MemoryContextSwitchTo(buildstate->tmpcxt);
-	uint64		cellid = geo_value_cellid(buildstate->kind, values[0], isnull[0]);
 	TupleTableSlot *slot = buildstate->slot;
 
 	ExecClearTuple(slot);
@@ -101,10 +114,88 @@ build_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
 	slot->tts_isnull[1] = false;
 	ExecStoreVirtualTuple(slot);
 	tuplesort_puttupleslot(buildstate->sort, slot);
-	buildstate->ntuples++;
+}
+
+/* The keys outgrew maintenance_work_mem: move them all to a tuplesort */
+static void
+spill_keys_to_sort(GeoBuildState *buildstate)
+{
+	TupleDesc	sortdesc = CreateTemplateTupleDesc(2);
+	AttrNumber	attnums[2] = {1, 2};
+	Oid			sortops[2] = {INT8_LESS_OPERATOR, TID_LESS_OPERATOR};
+	Oid			collations[2] = {InvalidOid, InvalidOid};
+	bool		nullsfirst[2] = {false, false};
+
+	TupleDescInitEntry(sortdesc, 1, "cellid", INT8OID, -1, 0);
+	TupleDescInitEntry(sortdesc, 2, "tid", TIDOID, -1, 0);
+	buildstate->sort = tuplesort_begin_heap(sortdesc, 2, attnums, sortops, collations,
+											nullsfirst, maintenance_work_mem, NULL,
+											TUPLESORT_NONE);
+	buildstate->slot = MakeSingleTupleTableSlot(sortdesc, &TTSOpsVirtual);
+	for (int64 i = 0; i < buildstate->nkeys; i++)
+		sort_put_key(buildstate, buildstate->keys[i].cellid, &buildstate->keys[i].tid);
+	pfree(buildstate->keys);
+	buildstate->keys = NULL;
+	buildstate->nkeys = 0;
+}
+
+static void
+add_key(GeoBuildState *buildstate, uint64 cellid, ItemPointer tid)
+{
+	if (buildstate->sort == NULL && buildstate->nkeys == buildstate->maxkeys)
+	{
+		if (buildstate->maxkeys >= buildstate->keys_limit)
+			spill_keys_to_sort(buildstate);
+		else
+		{
+			buildstate->maxkeys = Min(buildstate->maxkeys * 2, buildstate->keys_limit);
+			buildstate->keys = repalloc_huge(buildstate->keys,
+											 sizeof(GeoKey) * buildstate->maxkeys);
+		}
+	}
+	if (buildstate->sort != NULL)
+		sort_put_key(buildstate, cellid, tid);
+	else
+	{
+		buildstate->keys[buildstate->nkeys].cellid = cellid;
+		buildstate->keys[buildstate->nkeys].tid = *tid;
+		buildstate->nkeys++;
+	}
+}
+
+static void
+build_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
+			   bool tupleIsAlive, void *state)
+{
+	GeoBuildState *buildstate = (GeoBuildState *) state;
+	MemoryContext oldcxt = MemoryContextSwitchTo(buildstate->tmpcxt);
+	uint64		cellid = geo_value_cellid(buildstate->kind, values[0], isnull[0]);
 
 	MemoryContextSwitchTo(oldcxt);
+	add_key(buildstate, cellid, tid);
+	buildstate->ntuples++;
 	MemoryContextReset(buildstate->tmpcxt);
+}
+
+/* The next key in order, from memory or from the tuplesort; false at the end */
+static bool
+next_sorted_key(GeoBuildState *buildstate, GeoKey *key)
+{
+	TupleTableSlot *slot = buildstate->slot;
+	bool		isnull;
+
+	if (buildstate->sort == NULL)
+	{
+		if (buildstate->next_key >= buildstate->nkeys)
+			return false;
+		*key = buildstate->keys[buildstate->next_key++];
+		return true;
+	}
+	if (!tuplesort_gettupleslot(buildstate->sort, true, false, slot, NULL))
+		return false;
+	key->cellid = SORTKEY_TO_CELLID(DatumGetInt64(slot_getattr(slot, 1, &isnull)));
+	key->tid = *(ItemPointer) DatumGetPointer(slot_getattr(slot, 2, &isnull));
+	return true;
 }
 
 static void
@@ -207,24 +298,19 @@ level_init(LevelWriter *writer, Relation index, uint16 level, int max_entries)
  * *root_level; block 0 is reserved for the meta page.
  */
 static BlockNumber
-write_tree(Relation index, Tuplesortstate *sort, TupleTableSlot *slot,
-		   int fillfactor, uint16 *root_level)
+write_tree(Relation index, GeoBuildState *buildstate, int fillfactor, uint16 *root_level)
 {
 	BlockNumber next_blkno = 1;
 	LevelWriter writer;
 	int			leaf_fill = Max(GEO_LEAF_CAPACITY * fillfactor / 100, 2);
 	int			internal_fill = Max(GEO_INTERNAL_CAPACITY * fillfactor / 100, 2);
 	double		nwritten = 0;
+	GeoKey		key;
 
 	pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE, GEO_PHASE_LEAVES);
 	level_init(&writer, index, 0, leaf_fill);
-	while (tuplesort_gettupleslot(sort, true, false, slot, NULL))
+	while (next_sorted_key(buildstate, &key))
 	{
-		bool		isnull;
-		GeoKey		key;
-
-		key.cellid = SORTKEY_TO_CELLID(DatumGetInt64(slot_getattr(slot, 1, &isnull)));
-		key.tid = *(ItemPointer) DatumGetPointer(slot_getattr(slot, 2, &isnull));
 		level_add(&writer, &key, InvalidBlockNumber, &next_blkno);
 		if (++nwritten >= 10000 && ((int64) nwritten) % 10000 == 0)
 		{
@@ -284,16 +370,27 @@ notice_if_sorted_on_disk(Relation index, Tuplesortstate *sort)
 				 errhint("Increase maintenance_work_mem to speed up index creation.")));
 }
 
+/* Order the keys collected by the heap scan */
+static void
+sort_keys(GeoBuildState *buildstate)
+{
+	if (buildstate->sort == NULL)
+	{
+		sort_geo_keys(buildstate->keys, buildstate->nkeys);
+		return;
+	}
+	tuplesort_performsort(buildstate->sort);
+	notice_if_sorted_on_disk(buildstate->index, buildstate->sort);
+	/* sorted tuples come back as minimal tuples */
+	buildstate->slot = MakeSingleTupleTableSlot(buildstate->slot->tts_tupleDescriptor,
+												&TTSOpsMinimalTuple);
+}
+
 IndexBuildResult *
 geo_build(Relation heap, Relation index, IndexInfo *indexInfo)
 {
 	IndexBuildResult *result;
-	GeoBuildState buildstate;
-	TupleDesc	sortdesc;
-	AttrNumber	attnums[2] = {1, 2};
-	Oid			sortops[2] = {INT8_LESS_OPERATOR, TID_LESS_OPERATOR};
-	Oid			collations[2] = {InvalidOid, InvalidOid};
-	bool		nullsfirst[2] = {false, false};
+	GeoBuildState buildstate = {0};
 	BlockNumber root;
 	uint16		root_level;
 	PGAlignedBlock metapage;
@@ -303,19 +400,14 @@ geo_build(Relation heap, Relation index, IndexInfo *indexInfo)
 	if (RelationGetNumberOfBlocks(index) != 0)
 		elog(ERROR, "index \"%s\" already contains data", RelationGetRelationName(index));
 
-	sortdesc = CreateTemplateTupleDesc(2);
-	TupleDescInitEntry(sortdesc, 1, "cellid", INT8OID, -1, 0);
-	TupleDescInitEntry(sortdesc, 2, "tid", TIDOID, -1, 0);
-
 	buildstate.kind = geo_column_kind(index);
-	buildstate.sort = tuplesort_begin_heap(sortdesc, 2, attnums, sortops, collations,
-										   nullsfirst, maintenance_work_mem, NULL,
-										   TUPLESORT_NONE);
-	buildstate.slot = MakeSingleTupleTableSlot(sortdesc, &TTSOpsVirtual);
+	buildstate.index = index;
+	buildstate.keys_limit = Max((int64) maintenance_work_mem * 1024 / (int64) sizeof(GeoKey), 1024);
+	buildstate.maxkeys = 1024;
+	buildstate.keys = palloc_extended(sizeof(GeoKey) * buildstate.maxkeys, MCXT_ALLOC_HUGE);
 	buildstate.tmpcxt = AllocSetContextCreate(CurrentMemoryContext,
 											  "archer_geo build temporary context",
 											  ALLOCSET_DEFAULT_SIZES);
-	buildstate.ntuples = 0;
 
 	/* block 0: the meta page, rewritten once the root is known */
 	geo_init_meta_page(metapage.data, InvalidBlockNumber, 0);
@@ -326,12 +418,10 @@ geo_build(Relation heap, Relation index, IndexInfo *indexInfo)
 
 	pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE, GEO_PHASE_SORT);
 	pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_TOTAL, (int64) buildstate.ntuples);
-	tuplesort_performsort(buildstate.sort);
-	notice_if_sorted_on_disk(index, buildstate.sort);
-
-	buildstate.slot = MakeSingleTupleTableSlot(sortdesc, &TTSOpsMinimalTuple);
-	root = write_tree(index, buildstate.sort, buildstate.slot, fillfactor, &root_level);
-	tuplesort_end(buildstate.sort);
+	sort_keys(&buildstate);
+	root = write_tree(index, &buildstate, fillfactor, &root_level);
+	if (buildstate.sort != NULL)
+		tuplesort_end(buildstate.sort);
 
 	{
 		Buffer		metabuf = ReadBuffer(index, ARCHER_META_BLKNO);
