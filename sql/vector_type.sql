@@ -267,6 +267,32 @@ SELECT count(DISTINCT kernel) AS kernels, bool_and(ns_per_call > 0) AS timed
 FROM archer_vector_kernel_bench(17, 10);
 SELECT * FROM archer_vector_kernel_bench(0, 10);
 
+-- TOASTed arguments (avector is stored out of line, uncompressed; the
+-- repetitive arrays are compressed inline, the others out of line): an operator
+-- keeps its detoasted argument for the next call with the same one, and
+-- must notice when the next row brings another value
+CREATE TABLE vec_toast (id int, v avector, a real[]);
+INSERT INTO vec_toast
+SELECT i, x::avector, x
+FROM generate_series(1, 6) i,
+     LATERAL (SELECT array_agg(CASE WHEN i % 2 = 0 THEN (j % (i + 1))::real
+                                    ELSE sin(i * j)::real END ORDER BY j) AS x
+              FROM generate_series(1, 1000) j) s;
+CREATE TABLE vec_plain (LIKE vec_toast);
+ALTER TABLE vec_plain ALTER COLUMN v SET STORAGE PLAIN, ALTER COLUMN a SET STORAGE PLAIN;
+INSERT INTO vec_plain SELECT * FROM vec_toast;
+SELECT count(*) FILTER (WHERE pg_column_compression(a) IS NOT NULL) AS compressed_arrays,
+       pg_relation_size((SELECT reltoastrelid FROM pg_class WHERE relname = 'vec_toast')) > 0
+           AS out_of_line
+FROM vec_toast;
+SELECT count(*) AS pairs,
+       count(*) FILTER (WHERE t1.v <-> t2.v = p1.v <-> p2.v AND t1.v <#> t2.v = p1.v <#> p2.v
+                          AND t1.v <=> t2.v = p1.v <=> p2.v) AS avector_equal,
+       count(*) FILTER (WHERE t1.a <-> t2.a = p1.a <-> p2.a AND t1.a <=> t2.a = p1.a <=> p2.a)
+           AS array_equal,
+       count(*) FILTER (WHERE t1.v <-> t2.v = 0) AS zero
+FROM vec_toast t1 JOIN vec_plain p1 USING (id), vec_toast t2 JOIN vec_plain p2 USING (id);
+
 DROP TABLE vec_roundtrip, vec_typmod, vec_bin, vec_bin2, vec_bytes, vec_recv,
-    vec_pairs, vec_ref, vec_cmp;
+    vec_pairs, vec_ref, vec_cmp, vec_toast, vec_plain;
 DROP FUNCTION vec_recv_test(bytea);

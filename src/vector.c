@@ -25,6 +25,7 @@
 #include <float.h>
 #include <math.h>
 
+#include "access/detoast.h"
 #include "catalog/pg_type.h"
 #include "common/hashfn.h"
 #include "common/pg_prng.h"
@@ -585,25 +586,90 @@ vector_distance(VectorMetric metric, const float *a, const float *b, int n,
 	}
 }
 
+/*
+ * A distance operator's argument, detoasted.  The executor calls the
+ * operator once per row it rechecks with the same query argument, and a
+ * query vector read from a table inside the statement arrives as the same
+ * TOAST pointer (or compressed bytes) each time: fetching it through the
+ * TOAST table again for every row cost more than the distances did.  So a
+ * TOASTed or compressed argument is detoasted once per call site and kept
+ * in fn_extra, keyed by its raw bytes, which identify the value.  In-memory
+ * (expanded or indirect) pointers are not cached: the memory they point to
+ * may change between calls.
+ */
+typedef struct MetricArgCache
+{
+	struct varlena *raw[2];		/* a copy of the argument as given */
+	struct varlena *value[2];	/* its detoasted value */
+} MetricArgCache;
+
+/* *cached tells the caller not to free the result */
+static struct varlena *
+metric_arg(FunctionCallInfo fcinfo, int argno, bool *cached)
+{
+	struct varlena *raw = (struct varlena *) DatumGetPointer(PG_GETARG_DATUM(argno));
+	FmgrInfo   *flinfo = fcinfo->flinfo;
+	MetricArgCache *cache;
+	MemoryContext oldcxt;
+	Size		rawsize;
+
+	*cached = false;
+	if (flinfo == NULL || !(VARATT_IS_EXTERNAL_ONDISK(raw) || VARATT_IS_COMPRESSED(raw)))
+		return (struct varlena *) PG_DETOAST_DATUM(PointerGetDatum(raw));
+
+	*cached = true;
+	if (flinfo->fn_extra == NULL)
+		flinfo->fn_extra = MemoryContextAllocZero(flinfo->fn_mcxt, sizeof(MetricArgCache));
+	cache = flinfo->fn_extra;
+	rawsize = VARSIZE_ANY(raw);
+	if (cache->raw[argno] != NULL && VARSIZE_ANY(cache->raw[argno]) == rawsize &&
+		memcmp(cache->raw[argno], raw, rawsize) == 0)
+		return cache->value[argno];
+
+	if (cache->raw[argno] != NULL)
+	{
+		pfree(cache->raw[argno]);
+		pfree(cache->value[argno]);
+		cache->raw[argno] = NULL;
+	}
+	oldcxt = MemoryContextSwitchTo(flinfo->fn_mcxt);
+	cache->value[argno] = detoast_attr(raw);
+	cache->raw[argno] = palloc(rawsize);
+	memcpy(cache->raw[argno], raw, rawsize);
+	MemoryContextSwitchTo(oldcxt);
+	return cache->value[argno];
+}
+
+static void
+metric_arg_free(FunctionCallInfo fcinfo, int argno, void *value, bool cached)
+{
+	if (!cached && value != DatumGetPointer(PG_GETARG_DATUM(argno)))
+		pfree(value);
+}
+
 static Datum
 avector_metric(FunctionCallInfo fcinfo, VectorMetric metric)
 {
-	AVector    *a = PG_GETARG_AVECTOR_P(0);
-	AVector    *b = PG_GETARG_AVECTOR_P(1);
+	bool		cached_a;
+	bool		cached_b;
+	AVector    *a = (AVector *) metric_arg(fcinfo, 0, &cached_a);
+	AVector    *b = (AVector *) metric_arg(fcinfo, 1, &cached_b);
 	double		d;
 
 	check_same_dims(a->dim, b->dim);
 	d = vector_distance(metric, a->x, b->x, a->dim, false);
-	PG_FREE_IF_COPY(a, 0);
-	PG_FREE_IF_COPY(b, 1);
+	metric_arg_free(fcinfo, 0, a, cached_a);
+	metric_arg_free(fcinfo, 1, b, cached_b);
 	PG_RETURN_FLOAT8(d);
 }
 
 static Datum
 float4arr_metric(FunctionCallInfo fcinfo, VectorMetric metric)
 {
-	ArrayType  *a = PG_GETARG_ARRAYTYPE_P(0);
-	ArrayType  *b = PG_GETARG_ARRAYTYPE_P(1);
+	bool		cached_a;
+	bool		cached_b;
+	ArrayType  *a = (ArrayType *) metric_arg(fcinfo, 0, &cached_a);
+	ArrayType  *b = (ArrayType *) metric_arg(fcinfo, 1, &cached_b);
 	int			na;
 	int			nb;
 	const float *xa = archer_float4_array_values(a, &na);
@@ -612,8 +678,8 @@ float4arr_metric(FunctionCallInfo fcinfo, VectorMetric metric)
 
 	check_same_dims(na, nb);
 	d = vector_distance(metric, xa, xb, na, true);
-	PG_FREE_IF_COPY(a, 0);
-	PG_FREE_IF_COPY(b, 1);
+	metric_arg_free(fcinfo, 0, a, cached_a);
+	metric_arg_free(fcinfo, 1, b, cached_b);
 	PG_RETURN_FLOAT8(d);
 }
 
