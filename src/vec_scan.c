@@ -321,8 +321,15 @@ start_search(IndexScanDesc scan)
 	archer_vector_check_finite(q, dim);
 	vec_query_init(&so->query, so->info, q);
 
-	vec_heap_init(&so->candidates, 1024, 1);
-	vec_visited_init(&so->visited, 4096);
+	/*
+	 * Sized for a first round at this search width (a query meets about a
+	 * dozen nodes per unit of width); both grow when the scan goes on.
+	 * Larger first allocations cost more than they save: each query would
+	 * zero fresh memory that malloc hands back to the kernel at its end.
+	 */
+	so->width = Max(archer_vector_ef_search, 1);
+	vec_heap_init(&so->candidates, Min(so->width * 16, 1024), 1);
+	vec_visited_init(&so->visited, Min(so->width * 16, 4096));
 	read_insert_buffer(scan, &meta);
 	if (ItemPointerIsValid(&meta.entry))
 	{
@@ -339,7 +346,6 @@ start_search(IndexScanDesc scan)
 			!in_buffer(so, &header))
 			add_found(so, entry.distance, &header);
 	}
-	so->width = Max(archer_vector_ef_search, 1);
 	MemoryContextSwitchTo(oldcxt);
 }
 
