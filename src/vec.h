@@ -107,6 +107,18 @@
 #define VEC_NSTRATEGIES			3
 
 #define VEC_MAX_LAYERS			16
+
+/*
+ * HNSW's neighbour selection keeps the candidates its diversity rule
+ * accepts, then (keepPrunedConnections) may top the list up with the
+ * nearest of the rest.  Topping it up to full leaves no free slot for the
+ * back links of later nodes, which are what connect a node to the parts of
+ * the graph built after it; not topping up at all leaves too few links in
+ * tight clusters.  Up to half the slots: on Fashion-MNIST (m 16,
+ * ef_construction 64) recall@10 at ef_search 20 went from 0.956 (full) and
+ * 0.972 (none) to 0.983, and the build got a third faster.
+ */
+#define VEC_TOPUP_SLOTS(nslots)	((nslots) / 2)
 #define VEC_MAX_BATCH			(2 * 100)	/* 2m for the largest m */
 #define VEC_DEFAULT_M			16
 #define VEC_DEFAULT_EF_CONSTRUCTION	64

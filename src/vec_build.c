@@ -316,7 +316,7 @@ mem_search_layer(BuildState *build, int64 q, MemCandidate *found, int nfound, in
  * HNSW's neighbour selection heuristic: take candidates nearest first,
  * keeping one only if it is closer to q than to every one kept so far, so
  * that links spread in different directions; then top up with the nearest
- * of the rest.
+ * of the rest to VEC_TOPUP_SLOTS.
  */
 static int
 select_neighbors(BuildState *build, MemCandidate *sorted, int ncand, int max,
@@ -338,7 +338,7 @@ select_neighbors(BuildState *build, MemCandidate *sorted, int ncand, int max,
 			taken[i] = true;
 		}
 	}
-	for (int i = 0; i < ncand && nselected < max; i++)
+	for (int i = 0; i < ncand && nselected < VEC_TOPUP_SLOTS(max); i++)
 		if (!taken[i])
 			selected[nselected++] = sorted[i];
 	pfree(taken);

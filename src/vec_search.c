@@ -375,7 +375,7 @@ vec_copy_node_code(Relation index, const VecIndexInfo *info, ItemPointer tid, ui
 /*
  * HNSW's diversity heuristic over candidates sorted nearest first: keep a
  * candidate only if it is nearer to the new node than to every kept one;
- * top up with the nearest of the rest.
+ * top up with the nearest of the rest to VEC_TOPUP_SLOTS.
  */
 int
 vec_select_neighbors(Relation index, const VecIndexInfo *info, VecCandidate *sorted,
@@ -405,7 +405,7 @@ vec_select_neighbors(Relation index, const VecIndexInfo *info, VecCandidate *sor
 			taken[i] = true;
 		}
 	}
-	for (int i = 0; i < ncand && nselected < max; i++)
+	for (int i = 0; i < ncand && nselected < VEC_TOPUP_SLOTS(max); i++)
 		if (!taken[i])
 			selected[nselected++] = sorted[i];
 	pfree(codes);
