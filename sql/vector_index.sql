@@ -73,6 +73,12 @@ SELECT recall >= 0.95 AS good_recall, ordered, full_rows FROM vec_recall('v', '<
 SELECT recall >= 0.95 AS good_recall, ordered, full_rows FROM vec_recall('v', '<->', 'id % 100 = 7', 10);
 -- large LIMIT: the scan keeps going past ef_search
 SELECT recall >= 0.9 AS good_recall, ordered, full_rows FROM vec_recall('v', '<->', 'true', 300);
+-- a search width below LIMIT: later, wider rounds hand out the rows the
+-- first one could not, still in exact order
+SET archer.ef_search = 4;
+SELECT recall >= 0.8 AS fair_recall, ordered, full_rows FROM vec_recall('v', '<->', 'true', 10);
+SELECT recall >= 0.8 AS fair_recall, ordered, full_rows FROM vec_recall('v', '<->', 'label = 3', 10);
+RESET archer.ef_search;
 
 -- inner product and cosine, on vectors pointing every which way (the
 -- clusters above all lie along one diagonal, which cosine cannot tell apart)

@@ -9,7 +9,8 @@
  * candidates until none can improve it; its result set is then returned
  * ordered by the lower bound of the exact distance (from the second round
  * on only the nearer half: the farther half waits for the next round, as
- * a wider search rarely finds a node nearer than that).  When the executor asks for more (a WHERE clause
+ * a wider search rarely finds a node nearer than that; unless the nearer
+ * half holds nothing new).  When the executor asks for more (a WHERE clause
  * filtered rows out, or LIMIT is large) the next round doubles the width
  * and resumes the same search: candidates, visited set and found nodes
  * carry over, so no node is read twice.  A node found in a later round
@@ -85,6 +86,15 @@ typedef struct VecScanOpaqueData
 	int			buffered_pos;
 
 	VecHeap		candidates;		/* min-heap of nodes to expand */
+	/*
+	 * Nodes found farther than the result set's edge: no later step of the
+	 * same round expands them, so they wait here, unsorted, for the next
+	 * round instead of weighing on every heap operation (a filtered scan
+	 * meets thousands).
+	 */
+	VecCandidate *deferred;
+	int			ndeferred;
+	int			maxdeferred;
 	VecVisited	visited;
 	VecFound   *found;			/* every live node met, in order of discovery */
 	int			nfound;
@@ -221,6 +231,8 @@ vec_rescan(IndexScanDesc scan, ScanKey keys, int nkeys, ScanKey orderbys, int no
 	so->buffered_tids = NULL;
 	so->found = NULL;
 	so->ready = NULL;
+	so->deferred = NULL;
+	so->ndeferred = so->maxdeferred = 0;
 	so->nreturned = 0;
 	so->last_bound = -DBL_MAX;
 	so->null_query = scan->numberOfOrderBys == 0 ||
@@ -369,6 +381,37 @@ result_set_limit(VecScanOpaque so, VecHeap *best)
 	return best->count >= so->width ? best->items[0].distance : FLT_MAX;
 }
 
+/* Ready to return: the found nodes within limit not returned yet, ordered by bound */
+static void
+gather_ready(VecScanOpaque so, float limit)
+{
+	so->nready = 0;
+	for (int i = 0; i < so->nfound; i++)
+		if (!so->found[i].returned && so->found[i].distance <= limit)
+			so->ready[so->nready++] = i;
+	qsort_arg(so->ready, so->nready, sizeof(int), found_bound_cmp, so->found);
+}
+
+static void
+defer_candidate(VecScanOpaque so, const VecCandidate *candidate)
+{
+	if (so->ndeferred == so->maxdeferred)
+	{
+		so->maxdeferred = Max(so->maxdeferred * 2, 256);
+		so->deferred = so->deferred ?
+			repalloc_huge(so->deferred, sizeof(VecCandidate) * so->maxdeferred) :
+			MemoryContextAlloc(so->scancxt, sizeof(VecCandidate) * so->maxdeferred);
+	}
+	so->deferred[so->ndeferred++] = *candidate;
+}
+
+/* Whether the graph search has nodes left to expand */
+static bool
+search_open(VecScanOpaque so)
+{
+	return so->candidates.count > 0 || so->ndeferred > 0;
+}
+
 /* One round: expand candidates until the result set of size width is stable */
 static void
 run_round(IndexScanDesc scan)
@@ -382,7 +425,7 @@ run_round(IndexScanDesc scan)
 	float	   *distances = palloc(sizeof(float) * 2 * info->m);
 	VecNodeHeader *headers = palloc(sizeof(VecNodeHeader) * 2 * info->m);
 	int64	   *filters = palloc(sizeof(int64) * VEC_MAX_FILTERS * 2 * info->m);
-	float		limit;
+	float		whole_limit;	/* of the result set before the farther half goes */
 
 	/*
 	 * The result set is the graph's: buffer entries, all found up front,
@@ -405,6 +448,10 @@ run_round(IndexScanDesc scan)
 			(void) vec_heap_pop(&best);
 	}
 
+	for (int i = 0; i < so->ndeferred; i++)
+		vec_heap_push(&so->candidates, &so->deferred[i]);
+	so->ndeferred = 0;
+
 	while (so->candidates.count > 0 &&
 		   so->candidates.items[0].distance <= result_set_limit(so, &best))
 	{
@@ -424,8 +471,11 @@ run_round(IndexScanDesc scan)
 
 			next.tid = links[i];
 			next.distance = distances[i];
-			/* every node goes on the heap: a later, wider round may want it */
-			vec_heap_push(&so->candidates, &next);
+			/* every node is kept: a later, wider round may want it */
+			if (next.distance > result_set_limit(so, &best))
+				defer_candidate(so, &next);
+			else
+				vec_heap_push(&so->candidates, &next);
 			/* the search walks through nodes the filter keys reject, but never returns them */
 			if ((headers[i].flags & VEC_NODE_DELETED) ||
 				!filters_match(so, headers[i].flags, &filters[i * VEC_MAX_FILTERS]) ||
@@ -448,19 +498,21 @@ run_round(IndexScanDesc scan)
 	 * of the result set, and a late node nearer than a row already
 	 * returned is held back.  The first round returns its whole result set,
 	 * as HNSW does: most queries need no second round.  Once the search
-	 * cannot expand any more, everything found is ready.
+	 * cannot expand any more, everything found is ready.  When the nearer
+	 * half holds nothing new (the usual case of a second round: the
+	 * executor wanted one row beyond the first round's set, to be sure of
+	 * the last one it returns), the farther half is ready after all:
+	 * another, twice as wide round would only find the same nodes.
 	 */
-	if (so->candidates.count > 0 && so->nreturned > 0)
+	/* buffer entries beyond the graph's farthest node are ready too */
+	whole_limit = search_open(so) ? best.items[0].distance : FLT_MAX;
+	if (search_open(so) && so->nreturned > 0)
 		while (best.count > Max(so->width / 2, 1))
 			(void) vec_heap_pop(&best);
-	/* buffer entries beyond the graph's farthest node are ready too */
-	limit = so->candidates.count > 0 ? best.items[0].distance : FLT_MAX;
 	so->ready = MemoryContextAlloc(so->scancxt, sizeof(int) * Max(so->nfound, 1));
-	so->nready = 0;
-	for (int i = 0; i < so->nfound; i++)
-		if (!so->found[i].returned && so->found[i].distance <= limit)
-			so->ready[so->nready++] = i;
-	qsort_arg(so->ready, so->nready, sizeof(int), found_bound_cmp, so->found);
+	gather_ready(so, search_open(so) ? best.items[0].distance : FLT_MAX);
+	if (so->nready == 0)
+		gather_ready(so, whole_limit);
 	so->ready_pos = 0;
 	MemoryContextSwitchTo(oldcxt);
 }
@@ -512,11 +564,11 @@ next_round(IndexScanDesc scan)
 	VecScanOpaque so = (VecScanOpaque) scan->opaque;
 	bool		more_found = false;
 
-	if (so->candidates.count == 0 && !so->swept)
+	if (!search_open(so) && !so->swept)
 		sweep_unvisited(scan);
 	for (int i = 0; i < so->nfound && !more_found; i++)
 		more_found = !so->found[i].returned;
-	if (so->candidates.count == 0 && !more_found)
+	if (!search_open(so) && !more_found)
 		return false;
 	if (so->nreturned >= archer_vector_max_scan_tuples)
 	{
