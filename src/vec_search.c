@@ -236,6 +236,26 @@ vec_batch_distances(Relation index, const VecIndexInfo *info, const VecQuery *qu
 		__builtin_prefetch(page + BLCKSZ - sizeof(ArcherPageOpaqueData));
 		__builtin_prefetch(PageGetItemId(page, ItemPointerGetOffsetNumber(&tids[i])));
 	}
+	/*
+	 * And each node's header and filter values (the tuple's last bytes),
+	 * where its line pointer says: read without the lock, only as a hint
+	 * (node tuples never move; a torn or stale value just prefetches the
+	 * wrong line).
+	 */
+	for (int i = 0; i < n; i++)
+	{
+		Page		page = BufferGetPage(bufs[i]);
+		OffsetNumber offnum = ItemPointerGetOffsetNumber(&tids[i]);
+		ItemId		itemid;
+
+		if (offnum < FirstOffsetNumber || offnum > MaxOffsetNumber)
+			continue;
+		itemid = PageGetItemId(page, offnum);
+		__builtin_prefetch(page + (ItemIdGetOffset(itemid) & (BLCKSZ - 1)));
+		if (filters != NULL)
+			__builtin_prefetch(page + ((ItemIdGetOffset(itemid) + ItemIdGetLength(itemid) -
+										sizeof(int64) * info->nfilters) & (BLCKSZ - 1)));
+	}
 	for (int i = 0; i < n; i++)
 	{
 		BlockNumber blkno = ItemPointerGetBlockNumber(&tids[i]);
