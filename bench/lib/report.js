@@ -177,7 +177,7 @@ if (ins.length) {
 	line('## Inserts');
 	line();
 	const base = ins.find((i) => i.name === 'none');
-	line(`Each: a copy of the dataset with that one index, then ${big(ins[0].m.rows)} new rows in ${ins[0].m.batches} batches (INSERT ... SELECT, one COMMIT per batch, synchronous_commit=on). WAL bytes from pg_current_wal_lsn() (the merge worker's included); "index WAL" subtracts the no-index run. For *_buffered (insert_buffer = on, the background worker merging meanwhile, the inserting session never merging: archer.insert_buffer_max_entries = 100000000) "with merge" adds the time and WAL of the archer_flush that merges what was still buffered at the end.`);
+	line(`Each: a copy of the dataset with that one index, then ${big(ins[0].m.rows)} new rows in ${ins[0].m.batches} batches (INSERT ... SELECT, one COMMIT per batch, synchronous_commit=on), ${ins[0].m.passes ?? 1} times over (the table grows by those rows each time; medians over the passes; index size after the first). WAL bytes from pg_current_wal_lsn() (the merge worker's included); "index WAL" subtracts the no-index run. For *_buffered (insert_buffer = on, the background worker merging meanwhile, the inserting session never merging: archer.insert_buffer_max_entries = 100000000) "with merge" adds the time and WAL of the archer_flush that merges what was still buffered at the end of each pass.`);
 	line();
 	const withMerge = (i, k, fmt) => (i.m[k] !== undefined ? fmt(i.m[k]) : '');
 	table(['index', 'rows/s', 'rows/s with merge', 'WAL B/row', 'WAL B/row with merge', 'index WAL B/row', 'index MB after'],

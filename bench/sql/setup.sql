@@ -390,9 +390,32 @@ END $$;
 -- A procedure, so that it can COMMIT after every batch: with
 -- synchronous_commit = on every batch pays one WAL flush, as a client
 -- committing batches would.
+-- Insert figures are kept per pass in m->'passes_list' and summarized as
+-- medians over the passes (bench_insert_summarize).
+CREATE FUNCTION bench_median(p_list jsonb, p_key text) RETURNS float8
+LANGUAGE sql IMMUTABLE AS $$
+	SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY (e->>p_key)::float8)
+	FROM jsonb_array_elements(p_list) e WHERE e ? p_key
+$$;
+
+CREATE PROCEDURE bench_insert_summarize(p_name text)
+LANGUAGE plpgsql AS $$
+BEGIN
+	UPDATE bench_result SET m = m || jsonb_strip_nulls(jsonb_build_object(
+			'passes', jsonb_array_length(m->'passes_list'),
+			'seconds', bench_median(m->'passes_list', 'seconds'),
+			'rows_per_s', bench_median(m->'passes_list', 'rows_per_s'),
+			'wal_bytes', bench_median(m->'passes_list', 'wal_bytes'),
+			'wal_bytes_per_row', bench_median(m->'passes_list', 'wal_bytes_per_row'),
+			'flush_seconds', bench_median(m->'passes_list', 'flush_seconds'),
+			'rows_per_s_with_merge', bench_median(m->'passes_list', 'rows_per_s_with_merge'),
+			'wal_bytes_per_row_with_merge', bench_median(m->'passes_list', 'wal_bytes_per_row_with_merge')))
+	WHERE phase = 'insert' AND name = p_name;
+END $$;
+
 -- After bench_insert into a table whose index has an insert buffer: merge
 -- what the worker has not merged yet (archer_flush) and charge its time and
--- WAL to the inserts, so that the figures "with merge" cover all the work.
+-- WAL to that pass, so that the figures "with merge" cover all the work.
 CREATE PROCEDURE bench_insert_flush(p_name text, p_index regclass)
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -401,18 +424,26 @@ DECLARE
 	merged bigint;
 	secs float8;
 	wal numeric;
+	last_pass text;
 BEGIN
 	SELECT archer_flush(p_index) INTO merged;
 	secs := extract(epoch FROM clock_timestamp() - t0);
 	wal := pg_current_wal_lsn() - lsn0;
-	UPDATE bench_result SET m = m || jsonb_build_object(
-			'flush_entries', merged, 'flush_seconds', secs, 'flush_wal_bytes', wal,
-			'rows_per_s_with_merge', (m->>'rows')::numeric / nullif((m->>'seconds')::numeric + secs, 0),
-			'wal_bytes_per_row_with_merge', ((m->>'wal_bytes')::numeric + wal) / (m->>'rows')::numeric)
+	SELECT (jsonb_array_length(m->'passes_list') - 1)::text INTO last_pass
+	FROM bench_result WHERE phase = 'insert' AND name = p_name;
+	UPDATE bench_result SET m = jsonb_set(m, ARRAY['passes_list', last_pass],
+			m->'passes_list'->last_pass::int || jsonb_build_object(
+				'flush_entries', merged, 'flush_seconds', secs, 'flush_wal_bytes', wal,
+				'rows_per_s_with_merge', (m->'passes_list'->last_pass::int->>'rows')::numeric /
+					nullif((m->'passes_list'->last_pass::int->>'seconds')::numeric + secs, 0),
+				'wal_bytes_per_row_with_merge', ((m->'passes_list'->last_pass::int->>'wal_bytes')::numeric + wal) /
+					(m->'passes_list'->last_pass::int->>'rows')::numeric))
 	WHERE phase = 'insert' AND name = p_name;
+	CALL bench_insert_summarize(p_name);
 	COMMIT;
 END $$;
 
+-- One pass: the insert rows into p_table in their batches, a COMMIT each
 CREATE PROCEDURE bench_insert(p_name text, p_table text)
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -423,6 +454,7 @@ DECLARE
 	secs float8;
 	wal numeric;
 	isz bigint;
+	pass jsonb;
 BEGIN
 	SELECT max(batch), count(*) INTO nb, nrows FROM ins_src;
 	lsn0 := pg_current_wal_lsn();
@@ -434,12 +466,18 @@ BEGIN
 	END LOOP;
 	secs := extract(epoch FROM clock_timestamp() - t0);
 	wal := pg_current_wal_lsn() - lsn0;
-	SELECT coalesce(sum(pg_relation_size(indexrelid)), 0) INTO isz
-	FROM pg_index WHERE indrelid = p_table::regclass;
-	INSERT INTO bench_result (phase, name, m)
-	VALUES ('insert', p_name, jsonb_build_object('rows', nrows, 'batches', nb,
-			'seconds', secs, 'rows_per_s', nrows / nullif(secs, 0),
-			'wal_bytes', wal, 'wal_bytes_per_row', wal / nrows,
-			'index_bytes_after', isz));
+	pass := jsonb_build_object('rows', nrows, 'seconds', secs, 'rows_per_s', nrows / nullif(secs, 0),
+							   'wal_bytes', wal, 'wal_bytes_per_row', wal / nrows);
+	UPDATE bench_result SET m = jsonb_set(m, '{passes_list}', m->'passes_list' || pass)
+	WHERE phase = 'insert' AND name = p_name;
+	IF NOT FOUND THEN
+		-- the index's size after the first pass: every index grew by the same rows
+		SELECT coalesce(sum(pg_relation_size(indexrelid)), 0) INTO isz
+		FROM pg_index WHERE indrelid = p_table::regclass;
+		INSERT INTO bench_result (phase, name, m)
+		VALUES ('insert', p_name, jsonb_build_object('rows', nrows, 'batches', nb,
+				'index_bytes_after', isz, 'passes_list', jsonb_build_array(pass)));
+	END IF;
+	CALL bench_insert_summarize(p_name);
 	COMMIT;
 END $$;
