@@ -177,16 +177,28 @@ sub verify_standby
 	is($out, $expected, "$label: archer_geo_verify('$index') on the standby counts every row");
 }
 
+# Every live row has exactly one index entry once VACUUM has run.  VACUUM
+# leaves a dead row (and its index entry) behind when it cannot get a
+# cleanup lock on the heap page, e.g. while the checkpointer that a
+# promotion starts is writing that page; so extra entries get another
+# VACUUM (a few tries), while missing entries fail at once.
 sub verify_primary
 {
 	my ($node, $label) = @_;
 	for my $t ([ 'geo', 'geo_archer' ], [ 'geo_small', 'geo_small_archer' ])
 	{
 		my ($table, $index) = @$t;
-		my ($ret, $out, $err) = $node->psql('postgres',
-			"SELECT archer_geo_verify('$index') = (SELECT count(*) FROM $table)");
+		my ($ret, $out, $err, $nrows);
+		for my $try (1 .. 5)
+		{
+			($ret, $out, $err) = $node->psql('postgres', "SELECT archer_geo_verify('$index')");
+			$nrows = $node->safe_psql('postgres', "SELECT count(*) FROM $table");
+			last if $ret != 0 || $out eq '' || $out <= $nrows;
+			note("$label: $index has $out entries for $nrows rows; VACUUM again");
+			$node->safe_psql('postgres', "VACUUM (INDEX_CLEANUP ON) $table");
+		}
 		is($ret, 0, "$label: archer_geo_verify('$index') passes") or diag($err);
-		is($out, 't', "$label: $index has an entry for every row");
+		is($out, $nrows, "$label: $index has an entry for every row");
 	}
 }
 
@@ -233,6 +245,7 @@ INSERT INTO geo
 	catch_up();
 	compare_nodes("round $round");
 	verify_primary($primary, "round $round");
+	catch_up();    # verify_primary may have vacuumed again
 	verify_standby("round $round", 'geo_archer',
 		$primary->safe_psql('postgres', 'SELECT count(*) FROM geo'));
 	# the small index has had its root split once it holds more than one leaf
