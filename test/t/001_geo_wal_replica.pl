@@ -20,6 +20,9 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(time);
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use ArcherVerify;
 
 my $ROUNDS = $ENV{ARCHER_LONG_TESTS} ? 12 : 5;
 
@@ -177,29 +180,11 @@ sub verify_standby
 	is($out, $expected, "$label: archer_geo_verify('$index') on the standby counts every row");
 }
 
-# Every live row has exactly one index entry once VACUUM has run.  VACUUM
-# leaves a dead row (and its index entry) behind when it cannot get a
-# cleanup lock on the heap page, e.g. while the checkpointer that a
-# promotion starts is writing that page; so extra entries get another
-# VACUUM (a few tries), while missing entries fail at once.
 sub verify_primary
 {
 	my ($node, $label) = @_;
-	for my $t ([ 'geo', 'geo_archer' ], [ 'geo_small', 'geo_small_archer' ])
-	{
-		my ($table, $index) = @$t;
-		my ($ret, $out, $err, $nrows);
-		for my $try (1 .. 5)
-		{
-			($ret, $out, $err) = $node->psql('postgres', "SELECT archer_geo_verify('$index')");
-			$nrows = $node->safe_psql('postgres', "SELECT count(*) FROM $table");
-			last if $ret != 0 || $out eq '' || $out <= $nrows;
-			note("$label: $index has $out entries for $nrows rows; VACUUM again");
-			$node->safe_psql('postgres', "VACUUM (INDEX_CLEANUP ON) $table");
-		}
-		is($ret, 0, "$label: archer_geo_verify('$index') passes") or diag($err);
-		is($out, $nrows, "$label: $index has an entry for every row");
-	}
+	verify_one_entry_per_row($node, 'archer_geo_verify', 'geo_archer', 'geo', $label);
+	verify_one_entry_per_row($node, 'archer_geo_verify', 'geo_small_archer', 'geo_small', $label);
 }
 
 catch_up();
