@@ -170,8 +170,25 @@ extern bool geo_decode_point(const uint8 *data, Size size, bool geography,
 							 double *lat, double *lng);
 extern GeoRegion *geo_decode_wkb_region(const uint8 *data, Size size, bool planar);
 
+/*
+ * Key order: cell id, then heap TID.  Inline because sorts and binary
+ * searches call it millions of times (ItemPointerCompare is out of line).
+ */
+static inline int
+geo_key_cmp(uint64 cellid1, ItemPointer tid1, uint64 cellid2, ItemPointer tid2)
+{
+	uint64		t1;
+	uint64		t2;
+
+	if (cellid1 != cellid2)
+		return cellid1 < cellid2 ? -1 : 1;
+	t1 = ((uint64) ItemPointerGetBlockNumberNoCheck(tid1) << 16) | ItemPointerGetOffsetNumberNoCheck(tid1);
+	t2 = ((uint64) ItemPointerGetBlockNumberNoCheck(tid2) << 16) | ItemPointerGetOffsetNumberNoCheck(tid2);
+	return (t1 > t2) - (t1 < t2);
+}
+
 /* geo_tree.c: descending and reading the tree */
-extern int	geo_key_cmp(uint64 cellid1, ItemPointer tid1, uint64 cellid2, ItemPointer tid2);
+extern void geo_sort_leaf_entries(GeoLeafEntry *entries, size_t nentries);
 extern Buffer geo_descend(Relation index, uint64 cellid, ItemPointer tid,
 						  int leaf_lockmode);
 extern Buffer geo_move_right(Relation index, Buffer buf, uint64 cellid,

@@ -7,7 +7,7 @@
  *
  * An insert adds its (cell id, heap TID) to a list this session keeps per
  * index.  The list goes to the index's buffer pages (insert_buffer.c's
- * chain; each page a dense array of GeoLeafEntry sorted by key) when it
+ * chain; each page a dense array of GeoLeafEntry in insertion order) when it
  * fills a page, at the end of every statement (ExecutorEnd, and before
  * every utility statement, which covers COPY), when a scan of that index
  * starts in this session, and before the transaction commits or prepares:
@@ -18,7 +18,7 @@
  * entries reach the buffer.
  *
  * A merge (under the ARCHER_MERGE_LOCK heavyweight page lock) takes the
- * head page, inserts its sorted entries leaf by leaf (one WAL record per
+ * head page, sorts its entries, inserts them leaf by leaf (one WAL record per
  * leaf, geo_tree_insert_run) skipping keys the tree already has, and then
  * frees the page.  A crash between the two leaves the page in place: the
  * next merge inserts what is missing, so nothing is lost or doubled.
@@ -70,19 +70,12 @@ geo_insert_buffered(Relation index)
 	return options != NULL && options->insert_buffer;
 }
 
-static int
-leaf_entry_cmp(const void *a, const void *b)
-{
-	const GeoLeafEntry *x = (const GeoLeafEntry *) a;
-	const GeoLeafEntry *y = (const GeoLeafEntry *) b;
-
-	return geo_key_cmp(x->cellid, (ItemPointer) &x->tid, y->cellid, (ItemPointer) &y->tid);
-}
-
 /* ---- writing pending entries to buffer pages ---- */
 
 /*
- * Write the pending entries to the buffer pages, sorted on each page,
+ * Append the pending entries to the buffer pages, in insertion order (the
+ * merge and scans sort what they read: sorting here would cost the
+ * inserting session more than the rest of the index's work per row),
  * taking them off the list page by page (so that an error on a second page
  * never writes the first page's entries twice); returns the entries
  * waiting in the buffer now.
@@ -108,7 +101,6 @@ write_pending(Relation index, GeoPending *pending)
 		memcpy(ArcherPageGetEntries(page) + nentries * sizeof(GeoLeafEntry), pending->entries,
 			   take * sizeof(GeoLeafEntry));
 		archer_page_set_nentries(page, sizeof(GeoLeafEntry), nentries + take);
-		qsort(ArcherPageGetEntries(page), nentries + take, sizeof(GeoLeafEntry), leaf_entry_cmp);
 		append.meta->entries += take;
 		nwaiting = append.meta->entries;
 		archer_buffer_append_finish(&append);
@@ -363,6 +355,7 @@ geo_buffer_merge(Relation index, int64 max_entries)
 			archer_corrupted(index, meta.head, "An insert buffer page holds too many entries.");
 		memcpy(entries, ArcherPageGetEntries(page), sizeof(GeoLeafEntry) * nentries);
 		UnlockReleaseBuffer(buf);
+		geo_sort_leaf_entries(entries, nentries);
 
 		for (int i = 0; i < nentries;)
 		{
@@ -443,7 +436,7 @@ geo_buffer_collect(Relation index, int *nentries)
 	collect.nentries = 0;
 	collect.entries = palloc(sizeof(GeoLeafEntry) * collect.maxentries);
 	archer_buffer_walk(index, ARCHER_GEO_PAGE_ID, collect_page, &collect);
-	qsort(collect.entries, collect.nentries, sizeof(GeoLeafEntry), leaf_entry_cmp);
+	geo_sort_leaf_entries(collect.entries, collect.nentries);
 	*nentries = collect.nentries;
 	return collect.entries;
 }

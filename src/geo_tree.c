@@ -16,13 +16,12 @@
 
 #include "geo.h"
 
-int
-geo_key_cmp(uint64 cellid1, ItemPointer tid1, uint64 cellid2, ItemPointer tid2)
-{
-	if (cellid1 != cellid2)
-		return cellid1 < cellid2 ? -1 : 1;
-	return ItemPointerCompare(tid1, tid2);
-}
+#define ST_SORT geo_sort_leaf_entries
+#define ST_ELEMENT_TYPE GeoLeafEntry
+#define ST_COMPARE(a, b) geo_key_cmp((a)->cellid, &(a)->tid, (b)->cellid, &(b)->tid)
+#define ST_SCOPE extern
+#define ST_DEFINE
+#include "lib/sort_template.h"
 
 void
 geo_init_meta_page(Page page, BlockNumber root, uint16 root_level)
@@ -133,22 +132,13 @@ geo_leaf_lower_bound(Page page, uint64 cellid, ItemPointer tid)
 	return lo;
 }
 
-static int
-leaf_entry_cmp(const void *a, const void *b)
-{
-	const GeoLeafEntry *x = (const GeoLeafEntry *) a;
-	const GeoLeafEntry *y = (const GeoLeafEntry *) b;
-
-	return geo_key_cmp(x->cellid, (ItemPointer) &x->tid, y->cellid, (ItemPointer) &y->tid);
-}
-
 /* Sort a whole leaf image: its tail merges into the sorted prefix */
 void
 geo_leaf_sort(Page page)
 {
 	int			nentries = archer_page_nentries(page, sizeof(GeoLeafEntry));
 
-	qsort(ArcherPageGetEntries(page), nentries, sizeof(GeoLeafEntry), leaf_entry_cmp);
+	geo_sort_leaf_entries((GeoLeafEntry *) ArcherPageGetEntries(page), nentries);
 	ArcherPageGetOpaque(page)->nsorted = nentries;
 }
 
