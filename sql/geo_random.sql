@@ -195,6 +195,55 @@ END $$;
 -- most of these caps hold rows: the comparison is not between empty sets
 SELECT count(*) FILTER (WHERE n > 1) > 50 AS caps_with_rows FROM geo_small_cap_rows;
 
+-- dense fields (at the antimeridian, around the north pole, at 0/0) cut by
+-- caps of 10 to 60 km: hundreds to thousands of rows per query, so the
+-- scan returns whole leaf pages of candidates and prefetches heap rows
+-- ahead of the executor
+CREATE TABLE geo_rand_dense (id int, p point, geog geography);
+INSERT INTO geo_rand_dense (id, p)
+SELECT i, CASE i % 3
+    WHEN 0 THEN point(((180.0 + (random() - 0.5)) + 180.0)::numeric % 360 - 180, (random() - 0.5))
+    WHEN 1 THEN point(random() * 360 - 180, 90 - random() * 0.5)
+    ELSE point(random() - 0.5, random() - 0.5) END
+FROM generate_series(1, 30000) i;
+UPDATE geo_rand_dense SET geog = ST_SetSRID(ST_MakePoint(p[0], p[1]), 4326)::geography;
+CREATE INDEX ON geo_rand_dense USING archer_geo (p);
+CREATE INDEX ON geo_rand_dense USING archer_geo (geog);
+ANALYZE geo_rand_dense;
+CREATE TABLE geo_dense_cap_rows (n bigint);
+
+DO $$
+DECLARE
+    c point;
+    meters float8;
+    q text;
+    r record;
+BEGIN
+    FOR i IN 1 .. 30 LOOP
+        c := CASE i % 3
+            WHEN 0 THEN point(CASE WHEN random() < 0.5 THEN 180 ELSE -180 END - sign(random() - 0.5) * random() * 0.2,
+                              (random() - 0.5) * 0.4)
+            WHEN 1 THEN point(random() * 360 - 180, 90 - random() * 0.2)
+            ELSE point((random() - 0.5) * 0.4, (random() - 0.5) * 0.4) END;
+        c := point(greatest(-180, least(180, c[0])), c[1]);
+        meters := exp(ln(10000) + random() * (ln(60000) - ln(10000)));
+        q := format('SELECT id FROM geo_rand_dense WHERE archer_dwithin(p, point(%s, %s), %s)', c[0], c[1], meters);
+        SELECT * INTO r FROM index_vs_seq(q);
+        INSERT INTO geo_dense_cap_rows VALUES (r.n_rows);
+        IF r.mismatches <> 0 OR NOT r.used_index THEN
+            INSERT INTO geo_rand_failures VALUES ('point dense cap', q, r.n_rows, r.mismatches, r.used_index);
+        END IF;
+        q := format('SELECT id FROM geo_rand_dense WHERE archer_dwithin(geog, ''SRID=4326;POINT(%s %s)''::geography, %s, %L)',
+                    c[0], c[1], meters, random() < 0.7);
+        SELECT * INTO r FROM index_vs_seq(q);
+        IF r.mismatches <> 0 OR NOT r.used_index THEN
+            INSERT INTO geo_rand_failures VALUES ('geography dense cap', q, r.n_rows, r.mismatches, r.used_index);
+        END IF;
+    END LOOP;
+END $$;
+-- the caps hold hundreds of rows and leave out many more
+SELECT min(n) > 100 AS dense_caps_hold_rows, max(n) < 20000 AS dense_caps_leave_rows FROM geo_dense_cap_rows;
+
 SELECT what, count(*) AS failures FROM geo_rand_failures GROUP BY what ORDER BY what;
 SELECT * FROM geo_rand_failures LIMIT 5;
-DROP TABLE geo_rand_postgis, geo_rand_failures, geo_rand_cluster, geo_small_cap_rows;
+DROP TABLE geo_rand_postgis, geo_rand_failures, geo_rand_cluster, geo_small_cap_rows, geo_rand_dense, geo_dense_cap_rows;

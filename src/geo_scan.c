@@ -23,6 +23,11 @@
  * (xs_recheckorderby) and reorders within that guarantee.  Entries with
  * NULL or empty points come last, with a NULL distance.
  *
+ * Condition scans return the candidates of a leaf page in key order, which
+ * is no order at all in the heap: each fetch would wait on memory for its
+ * heap page and tuple, so the scan has the CPU load them a few rows ahead
+ * (prefetch_heap_rows).
+ *
  * Entries in the insert buffer are read once per scan, at its start, and
  * join each key range as if they were on its first leaf (read_range).
  *
@@ -49,6 +54,13 @@
 #define GEO_KNN_SPHERE_RADIUS_LOW	6371000.0
 #define GEO_KNN_FIRST_RING_ENTRIES	32.0
 #define GEO_KNN_SEED_ENTRIES		16
+/*
+ * How many rows ahead a condition scan has the CPU load the heap page
+ * header and line pointer of a row it will return, and then the tuple
+ * (the line pointer, loaded by then, says where it is)
+ */
+#define GEO_PREFETCH_PAGE_AHEAD		8
+#define GEO_PREFETCH_TUPLE_AHEAD	4
 
 typedef struct GeoKeyState
 {
@@ -62,6 +74,7 @@ typedef struct GeoCandidate
 	double		distance;		/* lower bound, for ordered scans */
 	ItemPointerData tid;
 	bool		recheck;
+	char	   *heap_page;		/* set by the prefetch: where the row's page was */
 } GeoCandidate;
 
 typedef struct GeoRange
@@ -157,6 +170,7 @@ add_candidate(GeoScanOpaque so, ItemPointer tid, bool recheck, double distance)
 	}
 	so->cands[so->ncands].tid = *tid;
 	so->cands[so->ncands].recheck = recheck;
+	so->cands[so->ncands].heap_page = NULL;
 	so->cands[so->ncands].distance = distance;
 	so->ncands++;
 }
@@ -801,6 +815,25 @@ geo_rescan(IndexScanDesc scan, ScanKey keys, int nkeys, ScanKey orderbys, int no
 	pgstat_count_index_scan(scan->indexRelation);
 }
 
+/*
+ * Rows of a region are spread over the table: fetching each waits for its
+ * heap page, line pointer and tuple to come from memory in turn.  Loading
+ * them a few rows ahead lets those waits overlap (see
+ * archer_prefetch_heap_tuple).
+ */
+static void
+prefetch_heap_rows(IndexScanDesc scan)
+{
+	GeoScanOpaque so = (GeoScanOpaque) scan->opaque;
+	int			page_pos = so->cand_pos + GEO_PREFETCH_PAGE_AHEAD;
+	int			tuple_pos = so->cand_pos + GEO_PREFETCH_TUPLE_AHEAD;
+
+	if (page_pos < so->ncands)
+		so->cands[page_pos].heap_page = archer_prefetch_heap_tuple(scan, &so->cands[page_pos].tid);
+	if (tuple_pos < so->ncands)
+		archer_prefetch_heap_tuple_data(so->cands[tuple_pos].heap_page, &so->cands[tuple_pos].tid);
+}
+
 bool
 geo_gettuple(IndexScanDesc scan, ScanDirection dir)
 {
@@ -823,6 +856,7 @@ geo_gettuple(IndexScanDesc scan, ScanDirection dir)
 	{
 		if (so->cand_pos >= so->ncands && !next_condition_batch(scan))
 			return false;
+		prefetch_heap_rows(scan);
 		cand = so->cands[so->cand_pos++];
 	}
 	scan->xs_heaptid = cand.tid;
