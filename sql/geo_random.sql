@@ -166,30 +166,42 @@ CREATE INDEX ON geo_rand_cluster USING archer_geo (geog);
 ANALYZE geo_rand_cluster;
 CREATE TABLE geo_small_cap_rows (n bigint);
 
+-- a cap of meters around c on the point column p and on geog (spheroid
+-- or sphere at random), index against seq scan; failures are recorded as
+-- 'point <what>' / 'geography <what>'; returns the point query's rows
+CREATE FUNCTION check_cap(tbl text, what text, c point, meters float8) RETURNS bigint
+LANGUAGE plpgsql AS $$
+DECLARE
+    q text;
+    r record;
+    n bigint;
+BEGIN
+    q := format('SELECT id FROM %I WHERE archer_dwithin(p, point(%s, %s), %s)', tbl, c[0], c[1], meters);
+    SELECT * INTO r FROM index_vs_seq(q);
+    n := r.n_rows;
+    IF r.mismatches <> 0 OR NOT r.used_index THEN
+        INSERT INTO geo_rand_failures VALUES ('point ' || what, q, r.n_rows, r.mismatches, r.used_index);
+    END IF;
+    q := format('SELECT id FROM %I WHERE archer_dwithin(geog, ''SRID=4326;POINT(%s %s)''::geography, %s, %L)',
+                tbl, c[0], c[1], meters, random() < 0.7);
+    SELECT * INTO r FROM index_vs_seq(q);
+    IF r.mismatches <> 0 OR NOT r.used_index THEN
+        INSERT INTO geo_rand_failures VALUES ('geography ' || what, q, r.n_rows, r.mismatches, r.used_index);
+    END IF;
+    RETURN n;
+END $$;
+
 DO $$
 DECLARE
     c point;
     meters float8;
-    q text;
-    r record;
 BEGIN
     FOR i IN 1 .. 150 LOOP
         SELECT p INTO c FROM geo_rand_cluster ORDER BY random() LIMIT 1;
         meters := exp(ln(0.01) + random() * (ln(20000) - ln(0.01)));
         c := point(greatest(-180, least(180, c[0] + (random() - 0.5) * meters / 111195.0)),
                    greatest(-90, least(90, c[1] + (random() - 0.5) * meters / 111195.0)));
-        q := format('SELECT id FROM geo_rand_cluster WHERE archer_dwithin(p, point(%s, %s), %s)', c[0], c[1], meters);
-        SELECT * INTO r FROM index_vs_seq(q);
-        INSERT INTO geo_small_cap_rows VALUES (r.n_rows);
-        IF r.mismatches <> 0 OR NOT r.used_index THEN
-            INSERT INTO geo_rand_failures VALUES ('point small cap', q, r.n_rows, r.mismatches, r.used_index);
-        END IF;
-        q := format('SELECT id FROM geo_rand_cluster WHERE archer_dwithin(geog, ''SRID=4326;POINT(%s %s)''::geography, %s, %L)',
-                    c[0], c[1], meters, random() < 0.7);
-        SELECT * INTO r FROM index_vs_seq(q);
-        IF r.mismatches <> 0 OR NOT r.used_index THEN
-            INSERT INTO geo_rand_failures VALUES ('geography small cap', q, r.n_rows, r.mismatches, r.used_index);
-        END IF;
+        INSERT INTO geo_small_cap_rows VALUES (check_cap('geo_rand_cluster', 'small cap', c, meters));
     END LOOP;
 END $$;
 -- most of these caps hold rows: the comparison is not between empty sets
@@ -216,8 +228,6 @@ DO $$
 DECLARE
     c point;
     meters float8;
-    q text;
-    r record;
 BEGIN
     FOR i IN 1 .. 30 LOOP
         c := CASE i % 3
@@ -227,18 +237,7 @@ BEGIN
             ELSE point((random() - 0.5) * 0.4, (random() - 0.5) * 0.4) END;
         c := point(greatest(-180, least(180, c[0])), c[1]);
         meters := exp(ln(10000) + random() * (ln(60000) - ln(10000)));
-        q := format('SELECT id FROM geo_rand_dense WHERE archer_dwithin(p, point(%s, %s), %s)', c[0], c[1], meters);
-        SELECT * INTO r FROM index_vs_seq(q);
-        INSERT INTO geo_dense_cap_rows VALUES (r.n_rows);
-        IF r.mismatches <> 0 OR NOT r.used_index THEN
-            INSERT INTO geo_rand_failures VALUES ('point dense cap', q, r.n_rows, r.mismatches, r.used_index);
-        END IF;
-        q := format('SELECT id FROM geo_rand_dense WHERE archer_dwithin(geog, ''SRID=4326;POINT(%s %s)''::geography, %s, %L)',
-                    c[0], c[1], meters, random() < 0.7);
-        SELECT * INTO r FROM index_vs_seq(q);
-        IF r.mismatches <> 0 OR NOT r.used_index THEN
-            INSERT INTO geo_rand_failures VALUES ('geography dense cap', q, r.n_rows, r.mismatches, r.used_index);
-        END IF;
+        INSERT INTO geo_dense_cap_rows VALUES (check_cap('geo_rand_dense', 'dense cap', c, meters));
     END LOOP;
 END $$;
 -- the caps hold hundreds of rows and leave out many more
@@ -247,3 +246,4 @@ SELECT min(n) > 100 AS dense_caps_hold_rows, max(n) < 20000 AS dense_caps_leave_
 SELECT what, count(*) AS failures FROM geo_rand_failures GROUP BY what ORDER BY what;
 SELECT * FROM geo_rand_failures LIMIT 5;
 DROP TABLE geo_rand_postgis, geo_rand_failures, geo_rand_cluster, geo_small_cap_rows, geo_rand_dense, geo_dense_cap_rows;
+DROP FUNCTION check_cap(text, text, point, float8);
