@@ -4,7 +4,7 @@
  *	  archer_geo: an index of points on the sphere keyed by S2 leaf cell ids.
  *
  * The index is a B+-tree of (cellid, heap tid) keys in archer pages (see
- * storage.h for the common page layout and src/README.geo for the design).
+ * storage.h for the common page layout and docs/geo.md for the design).
  *
  *	block 0			meta page: GeoMetaPageData
  *	leaf pages		dense array of GeoLeafEntry: a prefix sorted by (cellid, tid),
