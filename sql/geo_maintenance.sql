@@ -57,6 +57,22 @@ CREATE INDEX geo_parts_archer ON geo_parts USING archer_geo (p);
 INSERT INTO geo_parts SELECT i, 1 + i % 2, point((i * 7) % 360 - 180, ((i * 13) % 180) - 89.5) FROM generate_series(1, 6000) i;
 SELECT * FROM index_vs_seq('SELECT id FROM geo_parts WHERE archer_dwithin(p, point(10, 10), 1500000)');
 
+-- temporary table: the index lives in local buffers (build, then inserts
+-- into the tree and into an insert buffer, which the session merges when
+-- it holds archer.insert_buffer_max_entries; scans return hundreds of rows,
+-- and do not prefetch heap rows, which are not in shared buffers)
+CREATE TEMP TABLE geo_temp (id int, p point);
+INSERT INTO geo_temp SELECT i, point((i * 7) % 360 - 180, ((i * 13) % 180) - 89.5) FROM generate_series(1, 4000) i;
+CREATE INDEX geo_temp_archer ON geo_temp USING archer_geo (p);
+CREATE INDEX geo_temp_buffered ON geo_temp USING archer_geo (p) WITH (insert_buffer = on);
+INSERT INTO geo_temp SELECT i, point((i * 11) % 360 - 180, ((i * 17) % 180) - 89.5) FROM generate_series(4001, 8000) i;
+SELECT * FROM index_vs_seq('SELECT id FROM geo_temp WHERE archer_dwithin(p, point(20, 10), 3000000)');
+SELECT * FROM knn_vs_seq('SELECT p <-> point(-179, 80) AS dist FROM geo_temp ORDER BY p <-> point(-179, 80) LIMIT 50');
+DROP INDEX geo_temp_archer;
+SELECT * FROM index_vs_seq('SELECT id FROM geo_temp WHERE archer_dwithin(p, point(20, 10), 3000000)');
+SELECT archer_geo_verify('geo_temp_buffered') AS entries;
+DROP TABLE geo_temp;
+
 -- an empty table, then one row
 CREATE TABLE geo_empty (id int, p point);
 CREATE INDEX geo_empty_archer ON geo_empty USING archer_geo (p);
