@@ -213,23 +213,31 @@ key_search(VerifyState *state, uint64 cellid, ItemPointer tid)
 
 /*
  * An insert buffer page: entries in any order (appends keep insertion
- * order; earlier versions sorted each page); those the tree lacks join the
- * keys for the heap check (a merge cut short leaves keys in both)
+ * order; earlier versions sorted each page), none twice; those the tree
+ * lacks join the keys for the heap check (a merge cut short leaves keys in
+ * both)
  */
 static void
 remember_buffer_page(Relation index, Page page, BlockNumber blkno, void *arg)
 {
 	VerifyState *state = (VerifyState *) arg;
-	GeoLeafEntry *entries = (GeoLeafEntry *) ArcherPageGetEntries(page);
 	int			nentries = archer_page_nentries(page, sizeof(GeoLeafEntry));
+	GeoLeafEntry *entries;
 
 	if (nentries > GEO_LEAF_CAPACITY)
 		verify_fail(state, blkno, "An insert buffer page holds too many entries.");
+	entries = palloc(sizeof(GeoLeafEntry) * Max(nentries, 1));
+	memcpy(entries, ArcherPageGetEntries(page), sizeof(GeoLeafEntry) * nentries);
+	geo_sort_leaf_entries(entries, nentries);
 	for (int i = 0; i < nentries; i++)
 	{
+		if (i > 0 && geo_key_cmp(entries[i - 1].cellid, &entries[i - 1].tid,
+								 entries[i].cellid, &entries[i].tid) == 0)
+			verify_fail(state, blkno, "An insert buffer page holds the same key twice.");
 		if (!key_search(state, entries[i].cellid, &entries[i].tid))
 			remember_key(state, entries[i].cellid, &entries[i].tid, blkno);
 	}
+	pfree(entries);
 	state->nbuffered += nentries;
 }
 
