@@ -76,12 +76,12 @@ geo_insert_buffered(Relation index)
  * Append the pending entries to the buffer pages, in insertion order (the
  * merge and scans sort what they read: sorting here would cost the
  * inserting session more than the rest of the index's work per row),
- * taking them off the list page by page.  A tail page without room for the
- * whole list (up to a page of it) is left as it is and the list starts a
- * new page: a new page is WAL-logged as a plain image, while topping up
- * the tail costs a second record and a delta computed over the whole page (so that an error on a second page
+ * taking them off the list page by page (so that an error on a second page
  * never writes the first page's entries twice); returns the entries
- * waiting in the buffer now.
+ * waiting in the buffer now.  A tail page without room for the whole list
+ * (up to a page of it) is left as it is and the list starts a new page: a
+ * new page is WAL-logged as a plain image, while topping up the tail costs
+ * a second record and a delta computed over the whole page.
  */
 static int64
 write_pending(Relation index, GeoPending *pending)

@@ -23,8 +23,8 @@
  * (xs_recheckorderby) and reorders within that guarantee.  Entries with
  * NULL or empty points come last, with a NULL distance.
  *
- * Condition scans return the candidates of a leaf page in key order, which
- * is no order at all in the heap: each fetch would wait on memory for its
+ * Condition scans return the candidates of a leaf page in (mostly) key
+ * order, which is no order at all in the heap: each fetch would wait on memory for its
  * heap page and tuple, so the scan has the CPU load them a few rows ahead
  * (prefetch_heap_rows).
  *

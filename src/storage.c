@@ -438,7 +438,9 @@ archer_prefetch_heap_tuple(IndexScanDesc scan, ItemPointer tid)
 	int			buf_id;
 	char	   *page;
 
-	if (scan->heapRelation == NULL || RelationUsesLocalBuffers(scan->heapRelation))
+	if (scan->heapRelation == NULL || RelationUsesLocalBuffers(scan->heapRelation) ||
+		ItemPointerGetOffsetNumberNoCheck(tid) < FirstOffsetNumber ||
+		ItemPointerGetOffsetNumberNoCheck(tid) > MaxHeapTuplesPerPage)
 		return NULL;
 	INIT_BUFFERTAG(tag, scan->heapRelation->rd_node, MAIN_FORKNUM,
 				   ItemPointerGetBlockNumberNoCheck(tid));
@@ -461,11 +463,12 @@ void
 archer_prefetch_heap_tuple_data(const char *page, ItemPointer tid)
 {
 	OffsetNumber off = ItemPointerGetOffsetNumberNoCheck(tid);
-	const ItemIdData *lp;
+	ItemIdData	lp;
 
-	if (page == NULL || off < 1 || off > MaxHeapTuplesPerPage)
+	if (page == NULL || off < FirstOffsetNumber || off > MaxHeapTuplesPerPage)
 		return;
-	lp = (const ItemIdData *) (page + SizeOfPageHeaderData + (off - 1) * sizeof(ItemIdData));
-	if (lp->lp_flags == LP_NORMAL && lp->lp_off < BLCKSZ)
-		__builtin_prefetch(page + lp->lp_off);
+	/* copied once: it may change under us, and what is checked is used */
+	memcpy(&lp, page + SizeOfPageHeaderData + (off - 1) * sizeof(ItemIdData), sizeof(lp));
+	if (lp.lp_flags == LP_NORMAL && lp.lp_off < BLCKSZ)
+		__builtin_prefetch(page + lp.lp_off);
 }
