@@ -182,8 +182,8 @@ geo_key_cmp(uint64 cellid1, ItemPointer tid1, uint64 cellid2, ItemPointer tid2)
 
 	if (cellid1 != cellid2)
 		return cellid1 < cellid2 ? -1 : 1;
-	t1 = ((uint64) ItemPointerGetBlockNumberNoCheck(tid1) << 16) | ItemPointerGetOffsetNumberNoCheck(tid1);
-	t2 = ((uint64) ItemPointerGetBlockNumberNoCheck(tid2) << 16) | ItemPointerGetOffsetNumberNoCheck(tid2);
+	t1 = archer_tid_key(tid1);
+	t2 = archer_tid_key(tid2);
 	return (t1 > t2) - (t1 < t2);
 }
 

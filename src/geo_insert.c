@@ -253,9 +253,10 @@ leaf_contains(Page page, uint64 cellid, ItemPointer tid)
 }
 
 /*
- * Insert a sorted run of keys (an insert buffer page's, sorted) that belong to the
- * leaf of its first key, in one WAL record, skipping keys the leaf already
- * holds: a merge that a crash interrupted is run again.  Stops at the
+ * Insert a sorted run of keys (a merge's sorted copy of an insert buffer
+ * page) that belong to the leaf of its first key, in one WAL record,
+ * skipping keys the leaf already holds: a merge that a crash interrupted
+ * is run again.  Stops at the
  * leaf's high key or when the leaf is full; a full leaf takes the first
  * key through the split path.  Returns how many keys of the run it
  * handled (at least one).

@@ -24,9 +24,9 @@
  * NULL or empty points come last, with a NULL distance.
  *
  * Condition scans return the candidates of a leaf page in (mostly) key
- * order, which is no order at all in the heap: each fetch would wait on memory for its
- * heap page and tuple, so the scan has the CPU load them a few rows ahead
- * (prefetch_heap_rows).
+ * order, which is no order at all in the heap: each fetch would wait on
+ * memory for its heap page and tuple, so the scan has the CPU load them a
+ * few rows ahead (prefetch_heap_rows).
  *
  * Entries in the insert buffer are read once per scan, at its start, and
  * join each key range as if they were on its first leaf (read_range).

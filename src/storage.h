@@ -159,6 +159,15 @@ extern void archer_corrupted(Relation index, BlockNumber blkno,
 extern void archer_write_new_page(Relation index, BlockNumber expected, Page page);
 extern void archer_log_all_pages(Relation index);
 extern void archer_set_empty_itup(IndexScanDesc scan);
+
+/* A heap TID as one integer, in ItemPointerCompare's order */
+static inline uint64
+archer_tid_key(ItemPointer tid)
+{
+	return ((uint64) ItemPointerGetBlockNumberNoCheck(tid) << 16) |
+		ItemPointerGetOffsetNumberNoCheck(tid);
+}
+
 extern char *archer_prefetch_heap_tuple(IndexScanDesc scan, ItemPointer tid);
 extern void archer_prefetch_heap_tuple_data(const char *page, ItemPointer tid);
 extern void *archer_init_meta_page(Page page, uint16 page_id, Size meta_size);

@@ -20,13 +20,6 @@
 
 /* ---- visited set: open addressing over packed TIDs ---- */
 
-static uint64
-tid_key(ItemPointer tid)
-{
-	return ((uint64) ItemPointerGetBlockNumberNoCheck(tid) << 16) |
-		ItemPointerGetOffsetNumberNoCheck(tid);
-}
-
 void
 vec_visited_init(VecVisited *visited, int expected)
 {
@@ -70,7 +63,7 @@ visited_grow(VecVisited *visited)
 bool
 vec_visited_contains(const VecVisited *visited, ItemPointer tid)
 {
-	uint64		key = tid_key(tid) + 1;
+	uint64		key = archer_tid_key(tid) + 1;
 	uint32		pos = visited_hash(key, visited->mask);
 
 	while (visited->slots[pos] != 0)
@@ -87,7 +80,7 @@ bool
 vec_visited_add(VecVisited *visited, ItemPointer tid)
 {
 	/* +1 keeps the key of block 0 offset 0 apart from an empty slot */
-	uint64		key = tid_key(tid) + 1;
+	uint64		key = archer_tid_key(tid) + 1;
 	uint32		pos;
 
 	if (visited->count * 2 >= visited->mask)
