@@ -107,6 +107,30 @@ SELECT 'label = 3, after delete and vacuum' AS filter, * FROM vf_check('label = 
 SELECT 'grp = 7, after delete and vacuum' AS filter, * FROM vf_check('grp = 7');
 SELECT archer_vector_verify('vf_idx') = (SELECT count(*) FROM vf_items) AS verified;
 
+-- filter lists: each value's nodes are linked among themselves, and a scan
+-- with column = value searches that graph.  New rows overwrite the nodes
+-- VACUUM freed, whatever value those held; verify checks that every filter
+-- list links nodes of the list owner's value only.
+INSERT INTO vf_items
+SELECT i, (i + 5) % 10, i % 100, (i % 7)::smallint,
+       ARRAY(SELECT (i % 8) * 0.3 + random() FROM generate_series(1, 16) d)::avector
+FROM generate_series(4001, 4300) i;
+SELECT 'label = 3, after reusing freed nodes' AS filter, * FROM vf_check('label = 3');
+SELECT archer_vector_verify('vf_idx') = (SELECT count(*) FROM vf_items) AS verified;
+-- a value only a few rows hold: its graph runs dry and the scan walks on,
+-- so the answer still holds every such row
+UPDATE vf_items SET label = 42 WHERE id IN (5, 1005, 2005, 3005);
+SELECT 'label = 42 (4 rows)' AS filter, * FROM vf_check('label = 42');
+-- an index filled by inserts alone (TRUNCATE leaves it empty): every
+-- filter list comes from the inserts' searches
+CREATE TEMP TABLE vf_saved AS SELECT * FROM vf_items;
+TRUNCATE vf_items;
+INSERT INTO vf_items SELECT * FROM vf_saved ORDER BY id;
+SELECT 'label = 3, index filled by inserts' AS filter, * FROM vf_check('label = 3');
+SELECT 'grp = 7, index filled by inserts' AS filter, * FROM vf_check('grp = 7');
+SELECT 'label = 3 AND grp = 13, index filled by inserts' AS filter, * FROM vf_check('label = 3 AND grp = 13', 40);
+SELECT archer_vector_verify('vf_idx') = (SELECT count(*) FROM vf_items) AS verified;
+
 -- the vector column comes first, then at most four integer columns
 CREATE INDEX ON vf_items USING archer_vector (label, v);
 CREATE INDEX ON vf_items USING archer_vector (v, v);

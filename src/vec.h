@@ -15,12 +15,23 @@
  * A node tuple holds the row's heap TID, its top layer, the quantization
  * error of its code (so that a lower bound of the exact distance is known),
  * the 8-bit code of the vector (of the unit vector for cosine), its
- * neighbour lists: m0 = 2m slots on layer 0 and m slots on each layer
- * above, each slot a node TID and the distance to that neighbour (so that a
- * full list can drop its farthest neighbour without reading any other page),
+ * neighbour lists: m0 = 2m slots on layer 0, then one filter list of
+ * filter_m slots per filter column (below), then m slots on each layer
+ * above; each slot a node TID and the distance to that neighbour (so that a
+ * full list can drop its farthest neighbour without reading any other page);
  * and last the values of the index's filter columns (integer columns after
  * the vector column) as unaligned int64s, NULLs flagged in the header.
  * Tuples never change size: updates rewrite neighbour slots in place.
+ *
+ * Filter lists: a node's filter list of column c links it only to nodes
+ * with the same value in c, chosen like layer-0 links among those nodes:
+ * each value's nodes form a graph of their own.  A scan with c = value
+ * finds its way into that graph through the main one (the first matching
+ * node it meets) and then searches it alone, instead of walking every
+ * nearer node of other values (see vec_scan.c).  The code treats the
+ * filter list of column c as one more "layer", numbered
+ * VEC_FILTER_LIST(c), that every node has.  Indexes of older builds have
+ * filter_m = 0 in the meta page: no filter lists.
  *
  * Rows unlike the build's (data that drifts, or an index built empty and
  * quantized from its first row) would clamp to the quantizer's range: their
@@ -75,6 +86,7 @@
 
 #include "access/amapi.h"
 #include "access/genam.h"
+#include "access/stratnum.h"
 #include "datatype/timestamp.h"
 #include "nodes/execnodes.h"
 #include "nodes/pathnodes.h"
@@ -107,6 +119,12 @@
 #define VEC_NSTRATEGIES			3
 
 #define VEC_MAX_LAYERS			16
+
+/* the pseudo-layer number of filter column i's list (see above) */
+#define VEC_FILTER_LIST(i)		(VEC_MAX_LAYERS + (i))
+#define VEC_IS_FILTER_LIST(layer)	((layer) >= VEC_MAX_LAYERS)
+/* the most lists a node has: every layer and every filter list */
+#define VEC_MAX_LISTS			(VEC_MAX_LAYERS + VEC_MAX_FILTERS)
 
 /*
  * HNSW's neighbour selection keeps the candidates its diversity rule
@@ -165,6 +183,7 @@ typedef struct VecMetaPageData
 	BlockNumber insert_page;	/* node page new nodes go to first */
 	uint64		nnodes;
 	uint64		ndeleted;
+	uint16		filter_m;		/* slots of each filter list; 0: none (older builds) */
 } VecMetaPageData;
 
 #define VecPageGetMeta(page)	((VecMetaPageData *) PageGetContents(page))
@@ -188,6 +207,7 @@ typedef struct VecIndexInfo
 	int			metric;
 	bool		is_array;		/* real[] rather than avector */
 	int			nfilters;		/* filter columns after the vector column */
+	int			filter_m;		/* slots of each filter list, 0 without them */
 	Oid			filter_types[VEC_MAX_FILTERS];
 	ArcherSQ8	sq;				/* trained on the rows of the build */
 	ArcherSQ8	sq_wide;		/* the same, VEC_WIDE_FACTOR times wider */
@@ -202,6 +222,17 @@ typedef struct VecQuery
 	float		qnorm;			/* |q| as given (before normalizing for cosine) */
 	bool		zero;			/* cosine with a zero query: every distance is 1 */
 } VecQuery;
+
+/*
+ * A condition on a filter column: column op value (a scan's WHERE clause,
+ * or an insert looking for nodes of its own value)
+ */
+typedef struct VecFilterKey
+{
+	int			column;			/* filter column, 0-based */
+	StrategyNumber strategy;	/* btree's: < <= = >= > */
+	int64		value;
+} VecFilterKey;
 
 /* GUCs */
 extern int	archer_vector_ef_search;
@@ -220,11 +251,15 @@ extern void vec_node_set_filters(VecNodeHeader *node, const VecIndexInfo *info,
 extern bool vec_node_filter(const VecNodeHeader *node, const VecIndexInfo *info, int i,
 							int64 *value);
 extern int64 vec_filter_datum(Oid type, Datum value);
+extern bool vec_filters_match(const VecFilterKey *keys, int nkeys, uint8 flags,
+							  const int64 *values);
 extern void vec_index_columns(Relation index, VecIndexInfo *info);
-extern VecNeighbor *vec_node_neighbors(VecNodeHeader *node, int dim, int m, int layer,
-									   int *nslots);
+extern VecNeighbor *vec_node_neighbors(VecNodeHeader *node, const VecIndexInfo *info,
+									   int layer, int *nslots);
+extern bool vec_node_has_list(const VecNodeHeader *node, const VecIndexInfo *info, int layer);
+extern int	vec_node_lists(const VecNodeHeader *node, const VecIndexInfo *info, int *lists);
 extern const VecIndexInfo *vec_index_info(Relation index);
-extern int	vec_max_dim(int m, int nfilters);
+extern int	vec_max_dim(int m, int nfilters, int filter_m);
 extern void vec_check_dim(const VecIndexInfo *info, int dim);
 extern const float *vec_datum_values(const VecIndexInfo *info, Datum value, int *dim);
 extern void vec_encode(const VecIndexInfo *info, const float *x, uint8 *code,
@@ -255,6 +290,7 @@ typedef struct VecCandidate
 {
 	float		distance;		/* code distance to the query */
 	ItemPointerData tid;		/* node */
+	bool		matches;		/* scans: in the graph of the scan's filter list */
 } VecCandidate;
 
 typedef struct VecHeap
@@ -292,6 +328,12 @@ extern uint8 vec_copy_node_code(Relation index, const VecIndexInfo *info, ItemPo
 extern int	vec_select_neighbors(Relation index, const VecIndexInfo *info,
 								 VecCandidate *sorted, int ncand, int max,
 								 VecCandidate *selected);
+extern void vec_descend_layer(Relation index, const VecIndexInfo *info, const VecQuery *query,
+							  const VecFilterKey *keys, int nkeys, VecCandidate *entry,
+							  int layer, VecCandidate *seed);
+extern bool vec_walk_to_match(Relation index, const VecIndexInfo *info, const VecQuery *query,
+							  const VecFilterKey *keys, int nkeys, const VecCandidate *entries,
+							  int nentries, int max_nodes, VecCandidate *match);
 extern int	vec_search_layer(Relation index, const VecIndexInfo *info, const VecQuery *query,
 							 VecCandidate *entries, int nentries, int ef, int layer,
 							 VecCandidate *result);

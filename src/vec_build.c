@@ -6,11 +6,13 @@
  * Two passes over the table.  The first collects each dimension's range,
  * which fixes the 8-bit quantizer.  The second encodes every row and
  * inserts it into an HNSW graph held in local memory (codes, links and
- * link distances: about dim + 16 m * 4 bytes a row), then the graph is laid
- * out on pages in insertion order and WAL-logged at once with
- * log_newpage_range.  When the graph would not fit in
- * maintenance_work_mem, a NOTICE says so and the rows are inserted one by
- * one into the on-disk graph instead: slower, but bounded in memory.
+ * link distances: about dim + 16 m * 4 bytes a row), then each filter
+ * column's filter lists (vec.h: the nodes of each value linked among
+ * themselves, like layer 0), then the graph is laid out on pages and
+ * WAL-logged at once with log_newpage_range.  When the graph would not
+ * fit in maintenance_work_mem, a NOTICE says so and the rows are inserted
+ * one by one into the on-disk graph instead: slower, but bounded in
+ * memory.
  *
  *-------------------------------------------------------------------------
  */
@@ -108,6 +110,7 @@ vec_init_meta_page(Page page, const VecIndexInfo *info, int quantizer_pages)
 	meta->m = info->m;
 	meta->ef_construction = info->ef_construction;
 	meta->metric = info->metric;
+	meta->filter_m = info->filter_m;
 	ItemPointerSetInvalid(&meta->entry);
 	meta->quantizer_pages = quantizer_pages;
 	meta->insert_page = InvalidBlockNumber;
@@ -188,14 +191,32 @@ range_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
 static int
 layer_slots(const VecIndexInfo *info, int layer)
 {
+	if (VEC_IS_FILTER_LIST(layer))
+		return info->filter_m;
 	return layer == 0 ? 2 * info->m : info->m;
 }
 
+/* Where a node's slots of a layer or filter list start, laid out as on pages (vec.h) */
 static int64
 link_offset(const BuildState *build, int64 node, int layer)
 {
-	return build->nodes[node].first_link +
-		(layer == 0 ? 0 : 2 * build->info->m + (int64) (layer - 1) * build->info->m);
+	const VecIndexInfo *info = build->info;
+	int64		first = build->nodes[node].first_link;
+
+	if (layer == 0)
+		return first;
+	if (VEC_IS_FILTER_LIST(layer))
+		return first + 2 * info->m + (int64) (layer - VEC_FILTER_LIST(0)) * info->filter_m;
+	return first + 2 * info->m + info->nfilters * info->filter_m + (int64) (layer - 1) * info->m;
+}
+
+/* Whether a node is on a layer, or on a filter column's graph (its value is not NULL) */
+static bool
+on_list(const BuildState *build, int64 node, int layer)
+{
+	if (VEC_IS_FILTER_LIST(layer))
+		return !(build->nodes[node].flags & VEC_NODE_FILTER_NULL(layer - VEC_FILTER_LIST(0)));
+	return build->nodes[node].level >= layer;
 }
 
 static float
@@ -499,26 +520,132 @@ static void
 reconnect_orphans(BuildState *build)
 {
 	int32	   *indegree = palloc_extended(sizeof(int32) * build->nnodes, MCXT_ALLOC_HUGE);
+	int			lists[VEC_MAX_LISTS];
+	int			nlists = 0;
 
 	for (int layer = 0; layer <= build->entry_level; layer++)
+		lists[nlists++] = layer;
+	for (int i = 0; i < build->info->nfilters && build->info->filter_m > 0; i++)
+		lists[nlists++] = VEC_FILTER_LIST(i);
+	for (int l = 0; l < nlists; l++)
 	{
+		int			layer = lists[l];
+
 		memset(indegree, 0, sizeof(int32) * build->nnodes);
 		for (int64 i = 0; i < build->nnodes; i++)
 		{
 			int64		off = link_offset(build, i, layer);
 
-			if (build->nodes[i].level < layer)
+			if (!on_list(build, i, layer))
 				continue;
 			for (int s = 0; s < layer_slots(build->info, layer) && build->links[off + s] >= 0; s++)
 				indegree[build->links[off + s]]++;
 		}
 		for (int64 i = 0; i < build->nnodes; i++)
-			while (build->nodes[i].level >= layer && indegree[i] < VEC_MIN_INDEGREE &&
-				   i != build->entry)
+			while (on_list(build, i, layer) && indegree[i] < VEC_MIN_INDEGREE &&
+				   (i != build->entry || VEC_IS_FILTER_LIST(layer)))
 				if (!adopt_orphan(build, i, layer, indegree))
 					break;
 	}
 	pfree(indegree);
+}
+
+/*
+ * The filter lists: for each filter column, the nodes of each value are
+ * linked among themselves as HNSW links layer 0, inserted in build order.
+ * A node's search starts from the nodes of its value among its layer-0
+ * neighbours that are linked already (they are near it), and from the
+ * first node of its value.
+ */
+static int
+filter_member_cmp(const void *a, const void *b, void *arg)
+{
+	const int64 *values = (const int64 *) arg;
+	int64		na = *(const int64 *) a;
+	int64		nb = *(const int64 *) b;
+	int64		va = values[na];
+	int64		vb = values[nb];
+
+	if (va != vb)
+		return va < vb ? -1 : 1;
+	return (na > nb) - (na < nb);
+}
+
+static void
+link_filter_list(BuildState *build, int64 q, int64 first, int column, MemCandidate *found,
+				 MemCandidate *selected)
+{
+	const VecIndexInfo *info = build->info;
+	int			list = VEC_FILTER_LIST(column);
+	int			ef = Max(info->ef_construction, 2 * info->m);
+	int64		off0 = link_offset(build, q, 0);
+	int64		off = link_offset(build, q, list);
+	int64		value = build->nodes[q].filters[column];
+	int			nfound = 0;
+	int			nselected;
+	bool		linked = false;
+
+	found[nfound].node = first;
+	found[nfound++].distance = node_distance(build, q, first);
+	for (int s = 0; s < 2 * info->m && build->links[off0 + s] >= 0 && nfound < ef; s++)
+	{
+		int64		neighbor = build->links[off0 + s];
+
+		if (neighbor < q && neighbor != first && on_list(build, neighbor, list) &&
+			build->nodes[neighbor].filters[column] == value)
+		{
+			found[nfound].node = neighbor;
+			found[nfound++].distance = build->link_dist[off0 + s];
+		}
+	}
+	nfound = mem_search_layer(build, q, found, nfound, ef, list);
+	nselected = select_neighbors(build, found, nfound, info->filter_m, selected);
+	for (int i = 0; i < nselected; i++)
+	{
+		build->links[off + i] = selected[i].node;
+		build->link_dist[off + i] = selected[i].distance;
+		linked |= add_link(build, selected[i].node, q, selected[i].distance, list, false);
+	}
+	if (!linked && nselected > 0)
+		(void) add_link(build, selected[0].node, q, selected[0].distance, list, true);
+}
+
+static void
+build_filter_lists(BuildState *build)
+{
+	const VecIndexInfo *info = build->info;
+	int64	   *members = palloc_extended(sizeof(int64) * build->nnodes, MCXT_ALLOC_HUGE);
+	int64	   *values = palloc_extended(sizeof(int64) * build->nnodes, MCXT_ALLOC_HUGE);
+	int			ef = Max(info->ef_construction, 2 * info->m);
+	MemCandidate *found = palloc(sizeof(MemCandidate) * (ef + 1));
+	MemCandidate *selected = palloc(sizeof(MemCandidate) * info->filter_m);
+
+	for (int column = 0; column < info->nfilters; column++)
+	{
+		int64		nmembers = 0;
+		int64		end;
+
+		for (int64 i = 0; i < build->nnodes; i++)
+		{
+			values[i] = build->nodes[i].filters[column];
+			if (on_list(build, i, VEC_FILTER_LIST(column)))
+				members[nmembers++] = i;
+		}
+		qsort_arg(members, nmembers, sizeof(int64), filter_member_cmp, values);
+		for (int64 start = 0; start < nmembers; start = end)
+		{
+			for (end = start + 1; end < nmembers && values[members[end]] == values[members[start]]; end++)
+			{
+				link_filter_list(build, members[end], members[start], column, found, selected);
+				if (end % 1000 == 0)
+					CHECK_FOR_INTERRUPTS();
+			}
+		}
+	}
+	pfree(members);
+	pfree(values);
+	pfree(found);
+	pfree(selected);
 }
 
 /* ---- pass 2: encode and insert ---- */
@@ -557,7 +684,7 @@ graph_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
 	vec_encode(info, x, build->codes + build->nnodes * info->dim, &node->error,
 			   &node->norm, &node->flags);
 	vec_filter_values(info, values, isnull, node->filters, &node->flags);
-	nslots = 2 * info->m + node->level * info->m;
+	nslots = 2 * info->m + info->nfilters * info->filter_m + node->level * info->m;
 	if (build->nlinks + nslots > build->maxlinks)
 	{
 		int64		newmax = Max(build->maxlinks * 2, build->nlinks + nslots);
@@ -668,6 +795,8 @@ write_node_pages(BuildState *build, const int64 *order, BlockNumber first_blkno)
 		BuildNode  *src = &build->nodes[i];
 		VecNodeHeader *node = (VecNodeHeader *) tuple;
 		Size		size = vec_node_size(info, src->level);
+		int			lists[VEC_MAX_LISTS];
+		int			nlists;
 
 		if (ItemPointerGetBlockNumber(&src->tid) != current)
 		{
@@ -683,11 +812,12 @@ write_node_pages(BuildState *build, const int64 *order, BlockNumber first_blkno)
 		node->norm = src->norm;
 		memcpy(vec_node_code(node), build->codes + i * info->dim, info->dim);
 		vec_node_set_filters(node, info, src->filters);
-		for (int layer = 0; layer <= src->level; layer++)
+		nlists = vec_node_lists(node, info, lists);
+		for (int l = 0; l < nlists; l++)
 		{
 			int			nslots;
-			VecNeighbor *slots = vec_node_neighbors(node, info->dim, info->m, layer, &nslots);
-			int64		off = link_offset(build, i, layer);
+			VecNeighbor *slots = vec_node_neighbors(node, info, lists[l], &nslots);
+			int64		off = link_offset(build, i, lists[l]);
 
 			for (int s = 0; s < nslots; s++)
 			{
@@ -722,6 +852,7 @@ build_info(Relation index)
 	info->ef_construction = options ? options->ef_construction : VEC_DEFAULT_EF_CONSTRUCTION;
 	info->is_array = index->rd_opcintype[0] == FLOAT4ARRAYOID;
 	vec_index_columns(index, info);
+	info->filter_m = info->nfilters > 0 ? info->m : 0;
 	info->dim = (!info->is_array && typmod > 0) ? typmod : 0;
 	/* the metric is the strategy of the opclass's operator */
 	for (int strategy = 1; strategy <= VEC_NSTRATEGIES; strategy++)
@@ -737,7 +868,7 @@ static double
 graph_memory(const VecIndexInfo *info, double nrows)
 {
 	/* layer 0 plus the expected upper layers (1/(m-1) of a node's links) */
-	double		links = nrows * (2.0 * info->m + 1.2);
+	double		links = nrows * (2.0 * info->m + info->nfilters * info->filter_m + 1.2);
 
 	return nrows * (sizeof(BuildNode) + info->dim + sizeof(uint32) + sizeof(MemCandidate)) +
 		links * (sizeof(int32) + sizeof(float));
@@ -814,7 +945,8 @@ vec_build(Relation heap, Relation index, IndexInfo *indexInfo)
 		build.maxnodes = (int64) build.nrows;
 		build.nodes = palloc_extended(sizeof(BuildNode) * build.maxnodes, MCXT_ALLOC_HUGE);
 		build.codes = palloc_extended((Size) build.maxnodes * build.info->dim, MCXT_ALLOC_HUGE);
-		build.maxlinks = (int64) (build.nrows * (2 * build.info->m + build.info->m / 2 + 1));
+		build.maxlinks = (int64) (build.nrows * (2 * build.info->m + build.info->m / 2 + 1 +
+												 build.info->nfilters * build.info->filter_m));
 		build.links = palloc_extended(sizeof(int32) * build.maxlinks, MCXT_ALLOC_HUGE);
 		build.link_dist = palloc_extended(sizeof(float) * build.maxlinks, MCXT_ALLOC_HUGE);
 		build.visit_mark = palloc_extended(sizeof(uint32) * build.maxnodes,
@@ -824,6 +956,8 @@ vec_build(Relation heap, Relation index, IndexInfo *indexInfo)
 	}
 	if (build.nrows > 0)
 		table_index_build_scan(heap, index, indexInfo, true, true, graph_callback, &build, NULL);
+	if (build.in_memory && build.nnodes > 0 && build.info->filter_m > 0)
+		build_filter_lists(&build);
 	if (build.in_memory && build.nnodes > 0 && build.info->metric != VEC_METRIC_IP)
 		reconnect_orphans(&build);
 

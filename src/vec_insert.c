@@ -18,6 +18,7 @@
  */
 #include "postgres.h"
 
+#include <float.h>
 #include <math.h>
 
 #include "storage/freespace.h"
@@ -27,6 +28,14 @@
 #include "merge.h"
 #include "vec.h"
 
+/*
+ * How far an insert walks layer 0 for a node of its filter value when
+ * none is near (filter_seeds): values of 1% of the rows are met within a
+ * few hundred nodes; a value that is not gets no filter links (scans
+ * still find its rows, by the walk of layer 0).
+ */
+#define VEC_SEED_WALK_NODES(info)	(16 * Max((info)->ef_construction, 64))
+
 /* A chosen neighbour on one layer */
 typedef struct VecLink
 {
@@ -35,10 +44,14 @@ typedef struct VecLink
 	float		distance;
 } VecLink;
 
-/* Find the new node's links on every layer it lives on */
+/*
+ * Find the new node's links on every layer it lives on; its candidates on
+ * layer 0 (up to ef_construction, nearest first) go to near[]
+ */
 static int
 find_links(Relation index, const VecIndexInfo *info, const VecQuery *query,
-		   const VecMetaPageData *meta, int level, VecLink *links)
+		   const VecMetaPageData *meta, int level, VecLink *links,
+		   VecCandidate *near, int *nnear)
 {
 	int			ef = Max(info->ef_construction, 2 * info->m);
 	VecCandidate *found = palloc(sizeof(VecCandidate) * ef);
@@ -47,6 +60,7 @@ find_links(Relation index, const VecIndexInfo *info, const VecQuery *query,
 	int			nfound = 1;
 	int			nlinks = 0;
 
+	*nnear = 0;
 	found[0].tid = meta->entry;
 	found[0].distance = vec_node_distance(index, info, query, &found[0].tid, &header);
 	for (int layer = meta->entry_level; layer > level; layer--)
@@ -68,9 +82,113 @@ find_links(Relation index, const VecIndexInfo *info, const VecQuery *query,
 			links[nlinks].distance = selected[i].distance;
 			nlinks++;
 		}
+		if (layer == 0)
+		{
+			memcpy(near, found, sizeof(VecCandidate) * nfound);
+			*nnear = nfound;
+		}
 	}
 	pfree(found);
 	pfree(selected);
+	return nlinks;
+}
+
+/*
+ * Where to start searching the graph of one filter column's value
+ * (key): the nodes of that value among the new node's layer-0 candidates,
+ * whose filter values are near_filters[]; failing those (a rare value),
+ * the nearest node of the value met descending the upper layers, or else
+ * the first one a walk of layer 0 from the candidates meets within
+ * VEC_SEED_WALK_NODES nodes.
+ */
+static int
+filter_seeds(Relation index, const VecIndexInfo *info, const VecQuery *query,
+			 const VecMetaPageData *meta, const VecFilterKey *key,
+			 const VecCandidate *near, const VecNodeHeader *near_headers,
+			 const int64 *near_filters, int nnear, VecCandidate *seeds)
+{
+	int			nseeds = 0;
+	VecCandidate entry;
+	VecCandidate seed;
+	VecNodeHeader header;
+
+	for (int i = 0; i < nnear; i++)
+		if (vec_filters_match(key, 1, near_headers[i].flags, &near_filters[i * VEC_MAX_FILTERS]))
+			seeds[nseeds++] = near[i];
+	if (nseeds > 0)
+		return nseeds;
+
+	entry.tid = meta->entry;
+	entry.distance = vec_node_distance(index, info, query, &entry.tid, &header);
+	seed.distance = FLT_MAX;
+	for (int layer = meta->entry_level; layer > 0; layer--)
+		vec_descend_layer(index, info, query, key, 1, &entry, layer, &seed);
+	if (seed.distance < FLT_MAX ||
+		vec_walk_to_match(index, info, query, key, 1, near, nnear,
+						  VEC_SEED_WALK_NODES(info), &seed))
+		seeds[nseeds++] = seed;
+	return nseeds;
+}
+
+/*
+ * Find the new node's links on its filter lists: for each filter column
+ * it has a value in, the nearest nodes of that value, by a search of
+ * their graph (vec.h).  A value no node has yet leaves the list empty.
+ */
+static int
+find_filter_links(Relation index, const VecIndexInfo *info, const VecQuery *query,
+				  const VecMetaPageData *meta, const VecNodeHeader *node,
+				  const VecCandidate *near, int nnear, VecLink *links)
+{
+	int			ef = Max(info->ef_construction, 2 * info->m);
+	VecCandidate *found = palloc(sizeof(VecCandidate) * ef);
+	VecCandidate *selected = palloc(sizeof(VecCandidate) * info->filter_m);
+	VecCandidate *seeds = palloc(sizeof(VecCandidate) * Max(nnear, 1));
+	VecNodeHeader *near_headers = palloc(sizeof(VecNodeHeader) * Max(nnear, 1));
+	int64	   *near_filters = palloc(sizeof(int64) * VEC_MAX_FILTERS * Max(nnear, 1));
+	float	   *distances = palloc(sizeof(float) * Max(nnear, 1));
+	ItemPointerData *tids = palloc(sizeof(ItemPointerData) * Max(nnear, 1));
+	int			nlinks = 0;
+
+	for (int i = 0; i < nnear; i++)
+		tids[i] = near[i].tid;
+	for (int start = 0; start < nnear; start += VEC_MAX_BATCH)
+		vec_batch_distances(index, info, query, tids + start, Min(VEC_MAX_BATCH, nnear - start),
+							distances + start, near_headers + start,
+							near_filters + (Size) start * VEC_MAX_FILTERS);
+	for (int column = 0; column < info->nfilters; column++)
+	{
+		VecFilterKey key;
+		int			nseeds;
+		int			nfound;
+		int			nselected;
+
+		if (!vec_node_filter(node, info, column, &key.value))
+			continue;
+		key.column = column;
+		key.strategy = BTEqualStrategyNumber;
+		nseeds = filter_seeds(index, info, query, meta, &key, near, near_headers, near_filters,
+							  nnear, seeds);
+		if (nseeds == 0)
+			continue;
+		nfound = vec_search_layer(index, info, query, seeds, nseeds, ef, VEC_FILTER_LIST(column),
+								  found);
+		nselected = vec_select_neighbors(index, info, found, nfound, info->filter_m, selected);
+		for (int i = 0; i < nselected; i++)
+		{
+			links[nlinks].layer = VEC_FILTER_LIST(column);
+			links[nlinks].tid = selected[i].tid;
+			links[nlinks].distance = selected[i].distance;
+			nlinks++;
+		}
+	}
+	pfree(found);
+	pfree(selected);
+	pfree(seeds);
+	pfree(near_headers);
+	pfree(near_filters);
+	pfree(distances);
+	pfree(tids);
 	return nlinks;
 }
 
@@ -291,9 +409,9 @@ add_back_link(Relation index, const VecIndexInfo *info, const VecLink *link,
 	GenericXLogState *state;
 	Page		page;
 
-	if (link->layer <= node->level)
+	if (vec_node_has_list(node, info, link->layer))
 	{
-		VecNeighbor *onpage = vec_node_neighbors(node, info->dim, info->m, link->layer, &nslots);
+		VecNeighbor *onpage = vec_node_neighbors(node, info, link->layer, &nslots);
 
 		slots = palloc(sizeof(VecNeighbor) * nslots);
 		memcpy(slots, onpage, sizeof(VecNeighbor) * nslots);
@@ -315,7 +433,7 @@ add_back_link(Relation index, const VecIndexInfo *info, const VecLink *link,
 	state = GenericXLogStart(index);
 	page = GenericXLogRegisterBuffer(state, buf, 0);
 	node = vec_page_node(index, page, blkno, offnum, info);
-	slots = vec_node_neighbors(node, info->dim, info->m, link->layer, &nslots);
+	slots = vec_node_neighbors(node, info, link->layer, &nslots);
 	slots[target].tid = *tid;
 	slots[target].pad = 0;
 	slots[target].distance = link->distance;
@@ -404,10 +522,13 @@ add_back_links(Relation index, const VecIndexInfo *info, const VecLink *links, i
 static void
 clear_links(VecNodeHeader *node, const VecIndexInfo *info)
 {
-	for (int layer = 0; layer <= node->level; layer++)
+	int			lists[VEC_MAX_LISTS];
+	int			nlists = vec_node_lists(node, info, lists);
+
+	for (int l = 0; l < nlists; l++)
 	{
 		int			nslots;
-		VecNeighbor *slots = vec_node_neighbors(node, info->dim, info->m, layer, &nslots);
+		VecNeighbor *slots = vec_node_neighbors(node, info, lists[l], &nslots);
 
 		for (int i = 0; i < nslots; i++)
 			ItemPointerSetInvalid(&slots[i].tid);
@@ -475,15 +596,23 @@ vec_insert_node(Relation index, const VecIndexInfo *info, const VecNodeHeader *s
 	clear_links(node, info);
 
 	vec_read_meta(index, &meta);
-	links = palloc(sizeof(VecLink) * (2 * info->m + level * info->m));
+	links = palloc(sizeof(VecLink) *
+				   (2 * info->m + level * info->m + info->nfilters * info->filter_m));
 	if (ItemPointerIsValid(&meta.entry))
 	{
+		VecCandidate *near = palloc(sizeof(VecCandidate) * Max(info->ef_construction, 2 * info->m));
+		int			nnear;
+
 		vec_query_init(&query, info, x);
-		nlinks = find_links(index, info, &query, &meta, level, links);
+		nlinks = find_links(index, info, &query, &meta, level, links, near, &nnear);
+		if (info->filter_m > 0)
+			nlinks += find_filter_links(index, info, &query, &meta, node, near, nnear,
+										links + nlinks);
+		pfree(near);
 		for (int i = 0; i < nlinks; i++)
 		{
 			int			nslots;
-			VecNeighbor *slots = vec_node_neighbors(node, info->dim, info->m, links[i].layer, &nslots);
+			VecNeighbor *slots = vec_node_neighbors(node, info, links[i].layer, &nslots);
 			int			slot = 0;
 
 			while (ItemPointerIsValid(&slots[slot].tid))

@@ -22,6 +22,14 @@
  * the graph search runs dry, one pass over the node pages adds whatever it
  * could not reach, so a selective filter still fills its LIMIT.
  *
+ * A scan with column = value on a filter column searches the graph of
+ * that value's filter list (vec.h) instead: the descent through the upper
+ * layers notes the nearest node of the value it passes (vec_descend_layer),
+ * or else a walk of layer 0 runs until it meets one, and from there on
+ * matching nodes are expanded through their filter lists and the others
+ * set aside.  Only if the value's graph runs dry with the result set short
+ * does the scan go back to walking layer 0 from the nodes set aside.
+ *
  * The insert buffer's entries (vec_buffer.c) are read first, all of them,
  * into the found set: they compete with the graph's nodes in every round.
  *
@@ -54,18 +62,6 @@ typedef struct VecFound
 	bool		buffered;		/* an insert buffer entry, not a graph node */
 } VecFound;
 
-/*
- * A WHERE clause on a filter column: column op value.  (col = ANY (array)
- * cannot be one: the planner drops the ordering of an index scan with an
- * array condition on a column after the first.)
- */
-typedef struct VecFilterKey
-{
-	int			column;			/* filter column, 0-based */
-	StrategyNumber strategy;	/* btree's: < <= = >= > */
-	int64		value;
-} VecFilterKey;
-
 typedef struct VecScanOpaqueData
 {
 	MemoryContext scancxt;		/* reset at every rescan */
@@ -79,6 +75,23 @@ typedef struct VecScanOpaqueData
 	VecFilterKey *keys;			/* conditions on filter columns, all must hold */
 	int			nkeys;
 	bool		unsatisfiable;	/* a condition compares with NULL */
+
+	/*
+	 * With column = value (keys[list_key]) on a column that has filter
+	 * lists: the filter list that nodes of that value are expanded through
+	 * (VEC_FILTER_LIST), or -1 for the walk over layer 0 alone.  Until the
+	 * first node of the value turns up (entered), the scan walks layer 0 to
+	 * find one; from then on nodes of other values are set aside in
+	 * bypassed, and walked only if the value's graph runs dry before the
+	 * scan is satisfied.  Nodes of the value that fail other keys are
+	 * expanded, not returned.
+	 */
+	int			link_list;
+	int			list_key;
+	bool		entered;
+	VecCandidate *bypassed;
+	int			nbypassed;
+	int			maxbypassed;
 
 	VecVisited	buffered;		/* heap TIDs of the insert buffer entries read */
 	int			nbuffered;
@@ -143,6 +156,7 @@ prepare_filter_keys(IndexScanDesc scan)
 	so->keys = MemoryContextAlloc(so->scancxt, sizeof(VecFilterKey) * Max(scan->numberOfKeys, 1));
 	so->nkeys = 0;
 	so->unsatisfiable = false;
+	so->link_list = -1;
 	for (int i = 0; i < scan->numberOfKeys; i++)
 	{
 		ScanKey		key = &scan->keyData[i];
@@ -160,43 +174,28 @@ prepare_filter_keys(IndexScanDesc scan)
 		filter->value = vec_filter_datum(OidIsValid(key->sk_subtype) ? key->sk_subtype :
 										 info->filter_types[filter->column],
 										 key->sk_argument);
+		if (so->link_list < 0 && filter->strategy == BTEqualStrategyNumber &&
+			info->filter_m > 0)
+		{
+			so->link_list = VEC_FILTER_LIST(filter->column);
+			so->list_key = so->nkeys - 1;
+		}
 	}
-}
-
-/* value op bound, for btree's strategy numbers */
-static bool
-compare_filter(StrategyNumber strategy, int64 value, int64 bound)
-{
-	switch (strategy)
-	{
-		case BTLessStrategyNumber:
-			return value < bound;
-		case BTLessEqualStrategyNumber:
-			return value <= bound;
-		case BTEqualStrategyNumber:
-			return value == bound;
-		case BTGreaterEqualStrategyNumber:
-			return value >= bound;
-		case BTGreaterStrategyNumber:
-			return value > bound;
-	}
-	elog(ERROR, "archer_vector: unknown filter strategy %d", strategy);
-	return false;				/* keep compiler quiet */
 }
 
 /* Whether a node with these flags and filter values meets every scan key */
 static bool
 filters_match(VecScanOpaque so, uint8 flags, const int64 *values)
 {
-	for (int i = 0; i < so->nkeys; i++)
-	{
-		const VecFilterKey *key = &so->keys[i];
+	return vec_filters_match(so->keys, so->nkeys, flags, values);
+}
 
-		if ((flags & VEC_NODE_FILTER_NULL(key->column)) ||
-			!compare_filter(key->strategy, values[key->column], key->value))
-			return false;
-	}
-	return true;
+/* Whether a node with these flags and filter values is in the graph of the scan's filter list */
+static bool
+in_list_graph(VecScanOpaque so, uint8 flags, const int64 *values)
+{
+	return so->link_list >= 0 &&
+		vec_filters_match(&so->keys[so->list_key], 1, flags, values);
 }
 
 /* filters_match for a node on a locked page */
@@ -233,6 +232,9 @@ vec_rescan(IndexScanDesc scan, ScanKey keys, int nkeys, ScanKey orderbys, int no
 	so->ready = NULL;
 	so->deferred = NULL;
 	so->ndeferred = so->maxdeferred = 0;
+	so->entered = false;
+	so->bypassed = NULL;
+	so->nbypassed = so->maxbypassed = 0;
 	so->nreturned = 0;
 	so->last_bound = -DBL_MAX;
 	so->null_query = scan->numberOfOrderBys == 0 ||
@@ -306,6 +308,29 @@ read_insert_buffer(IndexScanDesc scan, const VecMetaPageData *meta)
 		vec_buffer_scan(scan->indexRelation, so->info, buffer_entry_found, so);
 }
 
+/*
+ * Push a node the search of layer 0 starts from (with its distance), and
+ * find it if it meets the filter keys
+ */
+static void
+add_start(IndexScanDesc scan, VecCandidate *start)
+{
+	VecScanOpaque so = (VecScanOpaque) scan->opaque;
+	VecNodeHeader header;
+	int64		filters[VEC_MAX_FILTERS];
+
+	if (!vec_visited_add(&so->visited, &start->tid))
+		return;
+	vec_batch_distances(scan->indexRelation, so->info, &so->query, &start->tid, 1,
+						&start->distance, &header, filters);
+	start->matches = in_list_graph(so, header.flags, filters);
+	so->entered |= start->matches;
+	vec_heap_push(&so->candidates, start);
+	if (!(header.flags & VEC_NODE_DELETED) && filters_match(so, header.flags, filters) &&
+		!in_buffer(so, &header))
+		add_found(so, start->distance, &header);
+}
+
 /* Set up the search: read the query and the insert buffer, descend to layer 0 */
 static void
 start_search(IndexScanDesc scan)
@@ -315,8 +340,8 @@ start_search(IndexScanDesc scan)
 	MemoryContext oldcxt = MemoryContextSwitchTo(so->scancxt);
 	VecMetaPageData meta;
 	VecCandidate entry;
+	VecCandidate seed;
 	VecNodeHeader header;
-	int64		filters[VEC_MAX_FILTERS];
 	const float *q;
 	int			dim;
 
@@ -347,16 +372,19 @@ start_search(IndexScanDesc scan)
 	{
 		entry.tid = meta.entry;
 		entry.distance = vec_node_distance(index, so->info, &so->query, &entry.tid, &header);
+		seed.distance = FLT_MAX;
 		for (int layer = meta.entry_level; layer > 0; layer--)
-			(void) vec_search_layer(index, so->info, &so->query, &entry, 1, 1, layer, &entry);
-
-		(void) vec_visited_add(&so->visited, &entry.tid);
-		vec_heap_push(&so->candidates, &entry);
-		vec_batch_distances(index, so->info, &so->query, &entry.tid, 1, &entry.distance, &header,
-							so->nkeys > 0 ? filters : NULL);
-		if (!(header.flags & VEC_NODE_DELETED) && filters_match(so, header.flags, filters) &&
-			!in_buffer(so, &header))
-			add_found(so, entry.distance, &header);
+		{
+			if (so->link_list >= 0)
+				vec_descend_layer(index, so->info, &so->query, &so->keys[so->list_key], 1,
+								  &entry, layer, &seed);
+			else
+				(void) vec_search_layer(index, so->info, &so->query, &entry, 1, 1, layer, &entry);
+		}
+		/* the descent's last node may be its seed as well: pushed once */
+		if (seed.distance < FLT_MAX)
+			add_start(scan, &seed);
+		add_start(scan, &entry);
 	}
 	MemoryContextSwitchTo(oldcxt);
 }
@@ -409,7 +437,49 @@ defer_candidate(VecScanOpaque so, const VecCandidate *candidate)
 static bool
 search_open(VecScanOpaque so)
 {
-	return so->candidates.count > 0 || so->ndeferred > 0;
+	return so->candidates.count > 0 || so->ndeferred > 0 || so->nbypassed > 0;
+}
+
+/*
+ * The list to expand a candidate through: layer 0, the filter list of the
+ * scan's value (for nodes of that value), or -1 for a node set aside (see
+ * link_list)
+ */
+static int
+expansion_list(VecScanOpaque so, const VecCandidate *candidate)
+{
+	if (so->link_list < 0)
+		return 0;
+	if (candidate->matches)
+		return so->link_list;
+	return so->entered ? -1 : 0;
+}
+
+static void
+bypass_candidate(VecScanOpaque so, const VecCandidate *candidate)
+{
+	if (so->nbypassed == so->maxbypassed)
+	{
+		so->maxbypassed = Max(so->maxbypassed * 2, 256);
+		so->bypassed = so->bypassed ?
+			repalloc_huge(so->bypassed, sizeof(VecCandidate) * so->maxbypassed) :
+			MemoryContextAlloc(so->scancxt, sizeof(VecCandidate) * so->maxbypassed);
+	}
+	so->bypassed[so->nbypassed++] = *candidate;
+}
+
+/*
+ * The value's graph ran dry with the result set not full (few nodes of
+ * the value, or some its lists do not reach): walk layer 0 from the nodes
+ * set aside, as a scan without filter lists does.
+ */
+static void
+resume_full_walk(VecScanOpaque so)
+{
+	so->link_list = -1;
+	for (int i = 0; i < so->nbypassed; i++)
+		vec_heap_push(&so->candidates, &so->bypassed[i]);
+	so->nbypassed = 0;
 }
 
 /* One round: expand candidates until the result set of size width is stable */
@@ -452,13 +522,26 @@ run_round(IndexScanDesc scan)
 		vec_heap_push(&so->candidates, &so->deferred[i]);
 	so->ndeferred = 0;
 
-	while (so->candidates.count > 0 &&
-		   so->candidates.items[0].distance <= result_set_limit(so, &best))
+	for (;;)
 	{
-		VecCandidate current = vec_heap_pop(&so->candidates);
-		int			nlinks = vec_node_links(index, info, &current.tid, 0, links);
+		VecCandidate current;
+		int			list;
+		int			nlinks;
 		int			nfresh = 0;
 
+		if (so->candidates.count == 0 && so->nbypassed > 0 && best.count < so->width)
+			resume_full_walk(so);
+		if (so->candidates.count == 0 ||
+			so->candidates.items[0].distance > result_set_limit(so, &best))
+			break;
+		current = vec_heap_pop(&so->candidates);
+		list = expansion_list(so, &current);
+		if (list < 0)
+		{
+			bypass_candidate(so, &current);
+			continue;
+		}
+		nlinks = vec_node_links(index, info, &current.tid, list, links);
 		CHECK_FOR_INTERRUPTS();
 		for (int i = 0; i < nlinks; i++)
 			if (vec_visited_add(&so->visited, &links[i]))
@@ -471,6 +554,8 @@ run_round(IndexScanDesc scan)
 
 			next.tid = links[i];
 			next.distance = distances[i];
+			next.matches = in_list_graph(so, headers[i].flags, &filters[i * VEC_MAX_FILTERS]);
+			so->entered |= next.matches;
 			/* every node is kept: a later, wider round may want it */
 			if (next.distance > result_set_limit(so, &best))
 				defer_candidate(so, &next);

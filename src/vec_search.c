@@ -274,7 +274,7 @@ vec_batch_distances(Relation index, const VecIndexInfo *info, const VecQuery *qu
 	}
 }
 
-/* Copy one layer's links of a node into links[]; returns their number */
+/* Copy one layer's (or filter list's) links of a node into links[]; returns their number */
 int
 vec_node_links(Relation index, const VecIndexInfo *info, ItemPointer tid, int layer,
 			   ItemPointerData *links)
@@ -285,10 +285,10 @@ vec_node_links(Relation index, const VecIndexInfo *info, ItemPointer tid, int la
 										ItemPointerGetOffsetNumber(tid), info);
 	int			nlinks = 0;
 
-	if (layer <= node->level)
+	if (vec_node_has_list(node, info, layer))
 	{
 		int			nslots;
-		VecNeighbor *slots = vec_node_neighbors(node, info->dim, info->m, layer, &nslots);
+		VecNeighbor *slots = vec_node_neighbors(node, info, layer, &nslots);
 
 		for (int i = 0; i < nslots; i++)
 			if (ItemPointerIsValid(&slots[i].tid))
@@ -296,6 +296,109 @@ vec_node_links(Relation index, const VecIndexInfo *info, ItemPointer tid, int la
 	}
 	UnlockReleaseBuffer(buf);
 	return nlinks;
+}
+
+/*
+ * The greedy descent of one upper layer (vec_search_layer with ef 1) that
+ * also notes the nearest live node on the way that meets the filter keys,
+ * if nearer than *seed: a way into the graph of a filter list (vec.h).
+ * Upper layers are sparse, so the few dozen nodes seen there sample the
+ * query's whole neighbourhood, where layer 0 would walk every node of
+ * other values nearer than the first one of the keys' value.
+ */
+void
+vec_descend_layer(Relation index, const VecIndexInfo *info, const VecQuery *query,
+				  const VecFilterKey *keys, int nkeys, VecCandidate *entry, int layer,
+				  VecCandidate *seed)
+{
+	ItemPointerData links[VEC_MAX_BATCH];
+	float		distances[VEC_MAX_BATCH];
+	VecNodeHeader headers[VEC_MAX_BATCH];
+	int64		filters[VEC_MAX_BATCH * VEC_MAX_FILTERS];
+	bool		moved = true;
+
+	while (moved)
+	{
+		int			nlinks = vec_node_links(index, info, &entry->tid, layer, links);
+		VecCandidate nearest = *entry;
+
+		CHECK_FOR_INTERRUPTS();
+		vec_batch_distances(index, info, query, links, nlinks, distances, headers, filters);
+		for (int i = 0; i < nlinks; i++)
+		{
+			if (headers[i].flags & VEC_NODE_DELETED)
+				continue;
+			if (distances[i] < nearest.distance)
+			{
+				nearest.tid = links[i];
+				nearest.distance = distances[i];
+			}
+			if (distances[i] < seed->distance &&
+				vec_filters_match(keys, nkeys, headers[i].flags, &filters[i * VEC_MAX_FILTERS]))
+			{
+				seed->tid = links[i];
+				seed->distance = distances[i];
+				seed->matches = true;
+			}
+		}
+		moved = !ItemPointerEquals(&nearest.tid, &entry->tid);
+		*entry = nearest;
+	}
+}
+
+/*
+ * Best-first over layer 0 from the entries (live nodes), until a live node
+ * that meets the filter keys turns up (*match, true) or max_nodes nodes
+ * were read (false): the way into the graph of a filter list for a value
+ * too rare to be met on the upper layers.
+ */
+bool
+vec_walk_to_match(Relation index, const VecIndexInfo *info, const VecQuery *query,
+				  const VecFilterKey *keys, int nkeys, const VecCandidate *entries,
+				  int nentries, int max_nodes, VecCandidate *match)
+{
+	VecHeap		candidates;
+	VecVisited	visited;
+	ItemPointerData links[VEC_MAX_BATCH];
+	float		distances[VEC_MAX_BATCH];
+	VecNodeHeader headers[VEC_MAX_BATCH];
+	int64		filters[VEC_MAX_BATCH * VEC_MAX_FILTERS];
+	int			nread = 0;
+
+	vec_heap_init(&candidates, Max(nentries, 64), 1);
+	vec_visited_init(&visited, Max(nentries, 64));
+	for (int i = 0; i < nentries; i++)
+		if (vec_visited_add(&visited, (ItemPointer) &entries[i].tid))
+			vec_heap_push(&candidates, &entries[i]);
+	while (candidates.count > 0 && nread < max_nodes)
+	{
+		VecCandidate current = vec_heap_pop(&candidates);
+		int			nlinks = vec_node_links(index, info, &current.tid, 0, links);
+		int			nfresh = 0;
+
+		CHECK_FOR_INTERRUPTS();
+		for (int i = 0; i < nlinks; i++)
+			if (vec_visited_add(&visited, &links[i]))
+				links[nfresh++] = links[i];
+		vec_batch_distances(index, info, query, links, nfresh, distances, headers, filters);
+		nread += nfresh;
+		for (int i = 0; i < nfresh; i++)
+		{
+			VecCandidate next;
+
+			next.tid = links[i];
+			next.distance = distances[i];
+			next.matches = false;
+			if (!(headers[i].flags & VEC_NODE_DELETED) &&
+				vec_filters_match(keys, nkeys, headers[i].flags, &filters[i * VEC_MAX_FILTERS]))
+			{
+				*match = next;
+				return true;
+			}
+			vec_heap_push(&candidates, &next);
+		}
+	}
+	return false;
 }
 
 /*

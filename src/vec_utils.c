@@ -42,7 +42,7 @@ static Size
 graph_size(const VecIndexInfo *info, int level)
 {
 	return sizeof(VecNodeHeader) + code_size(info->dim) +
-		sizeof(VecNeighbor) * (2 * info->m + level * info->m);
+		sizeof(VecNeighbor) * (2 * info->m + info->nfilters * info->filter_m + level * info->m);
 }
 
 Size
@@ -88,6 +88,42 @@ vec_filter_values(const VecIndexInfo *info, const Datum *values, const bool *isn
 		if (isnull[i + 1])
 			*flags |= VEC_NODE_FILTER_NULL(i);
 	}
+}
+
+/* value op bound, for btree's strategy numbers */
+static bool
+compare_filter(StrategyNumber strategy, int64 value, int64 bound)
+{
+	switch (strategy)
+	{
+		case BTLessStrategyNumber:
+			return value < bound;
+		case BTLessEqualStrategyNumber:
+			return value <= bound;
+		case BTEqualStrategyNumber:
+			return value == bound;
+		case BTGreaterEqualStrategyNumber:
+			return value >= bound;
+		case BTGreaterStrategyNumber:
+			return value > bound;
+	}
+	elog(ERROR, "archer_vector: unknown filter strategy %d", strategy);
+	return false;				/* keep compiler quiet */
+}
+
+/* Whether a node with these flags and filter values meets every key */
+bool
+vec_filters_match(const VecFilterKey *keys, int nkeys, uint8 flags, const int64 *values)
+{
+	for (int i = 0; i < nkeys; i++)
+	{
+		const VecFilterKey *key = &keys[i];
+
+		if ((flags & VEC_NODE_FILTER_NULL(key->column)) ||
+			!compare_filter(key->strategy, values[key->column], key->value))
+			return false;
+	}
+	return true;
 }
 
 /* Store filter values in a node tuple */
@@ -141,19 +177,50 @@ vec_index_columns(Relation index, VecIndexInfo *info)
 		info->filter_types[i] = index->rd_opcintype[i + 1];
 }
 
-/* The neighbour slots of one layer of a node */
+/* The neighbour slots of one layer, or of one filter list (VEC_FILTER_LIST), of a node */
 VecNeighbor *
-vec_node_neighbors(VecNodeHeader *node, int dim, int m, int layer, int *nslots)
+vec_node_neighbors(VecNodeHeader *node, const VecIndexInfo *info, int layer, int *nslots)
 {
-	char	   *slots = (char *) node + sizeof(VecNodeHeader) + code_size(dim);
+	VecNeighbor *slots = (VecNeighbor *) ((char *) node + sizeof(VecNodeHeader) +
+										  code_size(info->dim));
+	int			m = info->m;
+	int			filter_slots = info->nfilters * info->filter_m;
 
+	Assert(vec_node_has_list(node, info, layer));
 	if (layer == 0)
 	{
 		*nslots = 2 * m;
-		return (VecNeighbor *) slots;
+		return slots;
+	}
+	if (VEC_IS_FILTER_LIST(layer))
+	{
+		*nslots = info->filter_m;
+		return slots + 2 * m + (layer - VEC_FILTER_LIST(0)) * info->filter_m;
 	}
 	*nslots = m;
-	return (VecNeighbor *) (slots + sizeof(VecNeighbor) * (2 * m + (layer - 1) * m));
+	return slots + 2 * m + filter_slots + (layer - 1) * m;
+}
+
+/* Whether a node has that layer, or that filter list */
+bool
+vec_node_has_list(const VecNodeHeader *node, const VecIndexInfo *info, int layer)
+{
+	if (VEC_IS_FILTER_LIST(layer))
+		return info->filter_m > 0 && layer - VEC_FILTER_LIST(0) < info->nfilters;
+	return layer <= node->level;
+}
+
+/* The numbers of every neighbour list of a node: its layers, then its filter lists */
+int
+vec_node_lists(const VecNodeHeader *node, const VecIndexInfo *info, int *lists)
+{
+	int			nlists = 0;
+
+	for (int layer = 0; layer <= node->level; layer++)
+		lists[nlists++] = layer;
+	for (int i = 0; i < info->nfilters && info->filter_m > 0; i++)
+		lists[nlists++] = VEC_FILTER_LIST(i);
+	return nlists;
 }
 
 /* Space on a node page for one tuple and its line pointer */
@@ -164,11 +231,15 @@ page_space(void)
 		sizeof(ItemIdData);
 }
 
-/* Largest dimension that leaves room for layer 0, three layers above it and the filters */
+/*
+ * Largest dimension that leaves room for layer 0, three layers above it,
+ * the filter lists and the filter values
+ */
 int
-vec_max_dim(int m, int nfilters)
+vec_max_dim(int m, int nfilters, int filter_m)
 {
-	Size		fixed = MAXALIGN(sizeof(VecNodeHeader) + sizeof(VecNeighbor) * 5 * m +
+	Size		fixed = MAXALIGN(sizeof(VecNodeHeader) +
+								 sizeof(VecNeighbor) * (5 * m + nfilters * filter_m) +
 								 sizeof(int64) * nfilters);
 
 	return Min(AVECTOR_MAX_DIM, (int) ((page_space() - fixed) & ~3));
@@ -178,7 +249,7 @@ vec_max_dim(int m, int nfilters)
 void
 vec_check_dim(const VecIndexInfo *info, int dim)
 {
-	int			max = vec_max_dim(info->m, info->nfilters);
+	int			max = vec_max_dim(info->m, info->nfilters, info->filter_m);
 
 	if (dim > max)
 		ereport(ERROR,
@@ -342,6 +413,7 @@ vec_index_info(Relation index)
 	info->m = meta.m;
 	info->ef_construction = meta.ef_construction;
 	info->metric = meta.metric;
+	info->filter_m = meta.filter_m;
 	info->is_array = index->rd_opcintype[0] == FLOAT4ARRAYOID;
 	vec_index_columns(index, info);
 	if (info->metric != metric_of_index(index))

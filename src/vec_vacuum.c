@@ -9,7 +9,8 @@
  *	   rows it held are deleted like any other;
  *	1. mark the node of every dead row deleted (one WAL record per page);
  *	2. for every live node linking to a deleted one, rebuild that layer's
- *	   links from its remaining links and the deleted neighbours' links,
+ *	   (or filter list's) links from its remaining links and the deleted
+ *	   neighbours' links on the same list,
  *	   chosen by the insert's diversity heuristic: no live node is left
  *	   pointing at a deleted one, and paths that went through a deleted
  *	   node get a way around it;
@@ -136,7 +137,7 @@ repair_layer(Relation index, const VecIndexInfo *info, VecNodeHeader *node,
 			 ItemPointer self, int layer, VecVisited *deleted)
 {
 	int			nslots;
-	VecNeighbor *slots = vec_node_neighbors(node, info->dim, info->m, layer, &nslots);
+	VecNeighbor *slots = vec_node_neighbors(node, info, layer, &nslots);
 	VecCandidate *cands;
 	int			ncands = 0;
 	int			maxcands = nslots * (nslots + 1);
@@ -176,7 +177,7 @@ repair_layer(Relation index, const VecIndexInfo *info, VecNodeHeader *node,
 				if (vec_visited_contains(deleted, &links[j]) || !vec_visited_add(&seen, &links[j]))
 					continue;
 				other = copy_node(index, info, &links[j]);
-				if (!(other->flags & VEC_NODE_DELETED) && layer <= other->level)
+				if (!(other->flags & VEC_NODE_DELETED) && vec_node_has_list(other, info, layer))
 				{
 					cands[ncands].tid = links[j];
 					cands[ncands++].distance = vec_code_distance(info, vec_node_code(node), node->flags,
@@ -259,6 +260,8 @@ repair_graph(Relation index, const VecIndexInfo *info, IndexVacuumInfo *vinfo,
 			ItemPointerData tid;
 			VecNodeHeader *node;
 			bool		changed = false;
+			int			lists[VEC_MAX_LISTS];
+			int			nlists;
 
 			ItemPointerSet(&tid, blkno, off);
 			node = copy_node(index, info, &tid);
@@ -273,8 +276,9 @@ repair_graph(Relation index, const VecIndexInfo *info, IndexVacuumInfo *vinfo,
 				top_level = node->level;
 				top = tid;
 			}
-			for (int layer = 0; layer <= node->level; layer++)
-				changed |= repair_layer(index, info, node, &tid, layer, deleted);
+			nlists = vec_node_lists(node, info, lists);
+			for (int l = 0; l < nlists; l++)
+				changed |= repair_layer(index, info, node, &tid, lists[l], deleted);
 			if (changed)
 				write_links(index, info, &tid, node);
 			pfree(node);

@@ -8,8 +8,9 @@
  * Checked: the meta page and the quantizer pages; every node page's header,
  * page id and version; every node's size for its layer count; every link
  * points to a node of the index that lives on that layer, and no live node
- * links to a deleted one (VACUUM repairs those); the entry point is a live
- * node on the top layer; every row visible to a fresh snapshot with a
+ * links to a deleted one (VACUUM repairs those); every filter list links
+ * only nodes with the list owner's value in its column; the entry point is
+ * a live node on the top layer; every row visible to a fresh snapshot with a
  * non-NULL vector has a live node.  Holds ShareLock on the table (so
  * inserts and VACUUM wait), AccessShareLock on a hot standby.
  *
@@ -119,18 +120,50 @@ collect_nodes(VecVerifyState *state, int quantizer_pages, uint8 *max_level)
 	}
 }
 
-/* Pass 2: every link of a live node leads to a live node on that layer */
+/* A filter link to check once the page that holds it is released */
+typedef struct VecFilterLink
+{
+	ItemPointerData target;
+	int			column;
+	int64		value;			/* the linking node's */
+} VecFilterLink;
+
+/* A node linked from a filter list has the list owner's value in that column */
+static void
+check_filter_link(VecVerifyState *state, BlockNumber blkno, const VecFilterLink *link)
+{
+	BlockNumber target_blkno = ItemPointerGetBlockNumber(&link->target);
+	Buffer		buf = archer_read_page(state->index, target_blkno, BUFFER_LOCK_SHARE,
+									   ARCHER_VEC_PAGE_ID);
+	VecNodeHeader *node = vec_page_node(state->index, BufferGetPage(buf), target_blkno,
+										ItemPointerGetOffsetNumber(&link->target), state->info);
+	int64		value;
+	bool		same = vec_node_filter(node, state->info, link->column, &value) &&
+		value == link->value;
+
+	UnlockReleaseBuffer(buf);
+	if (!same)
+		archer_corrupted(state->index, blkno, "A filter list links nodes of different values.");
+}
+
+/*
+ * Pass 2: every link of a live node leads to a live node on that layer,
+ * and every link of a filter list to a node of the same value
+ */
 static void
 check_links(VecVerifyState *state, int quantizer_pages)
 {
 	Relation	index = state->index;
 	const VecIndexInfo *info = state->info;
 	BlockNumber nblocks = RelationGetNumberOfBlocks(index);
+	VecFilterLink *filter_links = NULL;
+	int			maxfilter_links = 0;
 
 	for (BlockNumber blkno = ARCHER_META_BLKNO + 1 + quantizer_pages; blkno < nblocks; blkno++)
 	{
 		Buffer		buf = vec_read_node_page(index, blkno);
 		Page		page;
+		int			nfilter_links = 0;
 
 		CHECK_FOR_INTERRUPTS();
 		if (!BufferIsValid(buf))
@@ -139,26 +172,47 @@ check_links(VecVerifyState *state, int quantizer_pages)
 		for (OffsetNumber off = FirstOffsetNumber; off <= PageGetMaxOffsetNumber(page); off++)
 		{
 			VecNodeHeader *node = vec_page_node(index, page, blkno, off, info);
+			int			lists[VEC_MAX_LISTS];
+			int			nlists;
 
 			if (node->flags & VEC_NODE_DELETED)
 				continue;
-			for (int layer = 0; layer <= node->level; layer++)
+			nlists = vec_node_lists(node, info, lists);
+			for (int l = 0; l < nlists; l++)
 			{
 				int			nslots;
-				VecNeighbor *slots = vec_node_neighbors(node, info->dim, info->m, layer, &nslots);
+				VecNeighbor *slots = vec_node_neighbors(node, info, lists[l], &nslots);
 
 				for (int i = 0; i < nslots; i++)
 				{
+					VecFilterLink *link;
+
 					if (!ItemPointerIsValid(&slots[i].tid))
 						continue;
 					if (vec_visited_contains(&state->deleted, &slots[i].tid))
 						archer_corrupted(index, blkno, "A live node links to a deleted node.");
 					if (!vec_visited_contains(&state->live, &slots[i].tid))
 						archer_corrupted(index, blkno, "A link points to no node.");
+					if (!VEC_IS_FILTER_LIST(lists[l]))
+						continue;
+					if (nfilter_links == maxfilter_links)
+					{
+						maxfilter_links = Max(2 * maxfilter_links, 256);
+						filter_links = filter_links ?
+							repalloc(filter_links, sizeof(VecFilterLink) * maxfilter_links) :
+							palloc(sizeof(VecFilterLink) * maxfilter_links);
+					}
+					link = &filter_links[nfilter_links++];
+					link->target = slots[i].tid;
+					link->column = lists[l] - VEC_FILTER_LIST(0);
+					if (!vec_node_filter(node, info, link->column, &link->value))
+						archer_corrupted(index, blkno, "A node with a NULL filter value has filter links.");
 				}
 			}
 		}
 		UnlockReleaseBuffer(buf);
+		for (int i = 0; i < nfilter_links; i++)
+			check_filter_link(state, blkno, &filter_links[i]);
 	}
 }
 
@@ -198,7 +252,8 @@ archer_vector_verify(PG_FUNCTION_ARGS)
 	state.info = vec_index_info(index);
 	if (meta.dim > 0)
 	{
-		if (meta.dim > vec_max_dim(meta.m, state.info->nfilters) || meta.m < 2 || meta.metric < 1 ||
+		if (meta.dim > vec_max_dim(meta.m, state.info->nfilters, meta.filter_m) ||
+			meta.filter_m > 2 * meta.m || meta.m < 2 || meta.metric < 1 ||
 			meta.metric > VEC_NSTRATEGIES)
 			archer_corrupted(index, ARCHER_META_BLKNO, "The meta page holds impossible options.");
 		vec_visited_init(&state.live, 1024);

@@ -23,8 +23,9 @@
 # bytes with flags (8188), version (8189) and page id (8190).  Meta page:
 # magic at 24.  A node tuple: heap tid (6 bytes), level (6), flags (7),
 # error, norm, then the 16-byte code, then 2m = 32 layer-0 link slots of
-# 12 bytes (block hi, block lo, offset, pad, distance), upper layers, then
-# the filter values.
+# 12 bytes (block hi, block lo, offset, pad, distance), then the filter
+# list of the filter column (m = 16 slots), upper layers, then the filter
+# values (int64).
 use strict;
 use warnings;
 
@@ -56,6 +57,34 @@ sub item
 # the first layer-0 link slot of the first node: 16-byte header + 16-byte code
 sub first_link { my ($page) = @_; my ($off) = item($page, 1); return $off + 32; }
 
+# the filter value (low 32 bits) of the node at ($blk, $off)
+sub filter_value_at
+{
+	my ($path, $blk, $off) = @_;
+	my $p = read_block($path, $blk);
+	my ($start, $len) = item($p, $off);
+	return u32($p, $start + $len - 8);
+}
+
+# Point the first node's first filter link at one of its layer-0
+# neighbours that has another filter value
+sub link_other_value
+{
+	my ($page, $path) = @_;
+	my ($off, $len) = item($page, 1);
+	my $own = u32($page, $off + $len - 8);
+	for my $s (0 .. 31)
+	{
+		my $slot = $off + 32 + 12 * $s;
+		my $blk = (u16($page, $slot) << 16) | u16($page, $slot + 2);
+		my $target = u16($page, $slot + 4);
+		next if $target == 0 || filter_value_at($path, $blk, $target) == $own;
+		substr($page, $off + 32 + 12 * 32, 6) = substr($page, $slot, 6);
+		return $page;
+	}
+	die 'the first node has no neighbour of another filter value';
+}
+
 # name => [ block, edit, verify expectation, scan expectation ]
 #   'block': our corruption error naming the damaged block; 'corrupt': our
 #   error at any block; 'any': a result equal to the sequential scan's or
@@ -79,6 +108,8 @@ my @cases = (
 	[ link_offset => $NODES, sub { my $o = first_link($_[0]); set_u16($_[0], $o + 4, 300) }, 'corrupt', 'any' ],
 	# a link to a block past the end of the index
 	[ link_block => $NODES, sub { my $o = first_link($_[0]); set_u16($_[0], $o, 15) }, 'corrupt', 'any' ],
+	# a filter list link to a node of another value
+	[ filter_link => $NODES, \&link_other_value, 'block', 'any' ],
 	[ quantizer_flags => 1, sub { substr($_[0], 8188, 1) = chr(0); $_[0] }, 'block', 'block' ],
 	[ meta_magic => 0, sub { set_u32($_[0], 24, 0xdeadbeef) }, 'block', 'block' ],
 );
@@ -115,7 +146,7 @@ for my $case (@cases)
 	is(u16($nodes, 8190), 0xA7E1, "$name: block $NODES has the archer_vector page id");
 	is(ord(substr($nodes, 8188, 1)) & 0x20, 0x20, "$name: block $NODES holds nodes");
 	$c->{block} = $block;
-	write_block($c->{path}, $block, $edit->(read_block($c->{path}, $block)));
+	write_block($c->{path}, $block, $edit->(read_block($c->{path}, $block), $c->{path}));
 }
 
 $node->start;
