@@ -137,6 +137,10 @@ CREATE INDEX ON vf_items USING archer_vector (v, v);
 CREATE INDEX ON vf_items USING archer_vector (v, label, grp, small, id, label);
 CREATE INDEX ON vf_items USING archer_vector (v, (id::text));
 CREATE INDEX ON vf_items USING archer_vector (v) INCLUDE (label);
+-- the largest m with four filter columns still leaves room for vectors
+CREATE INDEX vf_wide ON vf_items USING archer_vector (v, label, grp, small, ((id % 50))) WITH (m = 100);
+SELECT archer_vector_verify('vf_wide') = (SELECT count(*) FROM vf_items) AS verified;
+DROP INDEX vf_wide;
 
 DROP TABLE vf_items, vf_queries;
 DROP FUNCTION vf_check;

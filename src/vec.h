@@ -70,8 +70,9 @@
  *	  buffer page carries a serial number one above its predecessor's,
  *	  notice a freed (or freed and reused) page and restart from the head;
  *	- VACUUM takes the insert lock too, marks the nodes of dead rows deleted
- *	  and drops them from their neighbours' lists; an insert then overwrites
- *	  such a node in place (same level, same size) rather than adding one.
+ *	  and drops them from their neighbours' lists, then marks them unlinked
+ *	  (heap TID invalid); an insert then overwrites such a node in place
+ *	  (same level, same size) rather than adding one.
  *	  A scan that reads a node's code with only a pin (vec_batch_distances)
  *	  may see it change under it: only for a node that was deleted when the
  *	  scan copied its header (never returned) or whose new row the scan's
@@ -119,6 +120,12 @@
 #define VEC_NSTRATEGIES			3
 
 #define VEC_MAX_LAYERS			16
+
+/*
+ * Slots of a filter list: m, at most 16, so that a node with three upper
+ * layers and four filter lists still fits on a page at m = 100
+ */
+#define vec_filter_slots(m)		Min((m), 16)
 
 /* the pseudo-layer number of filter column i's list (see above) */
 #define VEC_FILTER_LIST(i)		(VEC_MAX_LAYERS + (i))

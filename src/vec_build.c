@@ -852,7 +852,7 @@ build_info(Relation index)
 	info->ef_construction = options ? options->ef_construction : VEC_DEFAULT_EF_CONSTRUCTION;
 	info->is_array = index->rd_opcintype[0] == FLOAT4ARRAYOID;
 	vec_index_columns(index, info);
-	info->filter_m = info->nfilters > 0 ? info->m : 0;
+	info->filter_m = info->nfilters > 0 ? vec_filter_slots(info->m) : 0;
 	info->dim = (!info->is_array && typmod > 0) ? typmod : 0;
 	/* the metric is the strategy of the opclass's operator */
 	for (int strategy = 1; strategy <= VEC_NSTRATEGIES; strategy++)

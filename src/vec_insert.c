@@ -10,8 +10,10 @@
  * entry point; then add a back link on each neighbour, one record per
  * neighbour page.  A neighbour whose list is full keeps its nearest links:
  * the stored link distances make that decision without reading other
- * pages.  An index WITH (insert_buffer = on) appends the row's node to its
- * insert buffer instead (vec_buffer.c), and merges the buffer once it
+ * pages.  The node's filter lists (vec.h) are filled and linked back
+ * alike, each from a search of its value's graph that starts at the
+ * nodes of that value near it.  An index WITH (insert_buffer = on)
+ * appends the row's node to its insert buffer instead (vec_buffer.c), and merges the buffer once it
  * holds archer.insert_buffer_max_entries entries (if no other merge runs).
  *
  *-------------------------------------------------------------------------
@@ -281,8 +283,8 @@ place_node(Relation index, const VecIndexInfo *info, VecNodeHeader *node, Size s
 }
 
 /*
- * A deleted node to overwrite, from a page the free space map lists
- * (vec_vacuum.c): false when there is none.  Pages the map lists wrongly
+ * A deleted node to overwrite, one VACUUM marked unlinked (vec_vacuum.c),
+ * from a page the free space map lists: false when there is none.  Pages the map lists wrongly
  * (a stale map after a crash, or every deleted node taken) are struck off
  * it.  Inserts are serialized, so the node stays free until it is written.
  */
@@ -308,7 +310,7 @@ find_reusable_node(Relation index, const VecIndexInfo *info, ItemPointer tid, in
 			{
 				VecNodeHeader *node = vec_page_node(index, page, blkno, off, info);
 
-				if (node->flags & VEC_NODE_DELETED)
+				if ((node->flags & VEC_NODE_DELETED) && !ItemPointerIsValid(&node->heaptid))
 				{
 					ItemPointerSet(tid, blkno, off);
 					*level = node->level;
@@ -342,7 +344,8 @@ reuse_node(Relation index, const VecIndexInfo *info, VecNodeHeader *node, Size s
 	Buffer		entrybuf = InvalidBuffer;
 	bool		more = false;
 
-	if (!(old->flags & VEC_NODE_DELETED) || old->level != node->level)
+	if (!(old->flags & VEC_NODE_DELETED) || ItemPointerIsValid(&old->heaptid) ||
+		old->level != node->level)
 		elog(ERROR, "archer_vector: node (%u,%u) is no longer free to reuse",
 			 blkno, ItemPointerGetOffsetNumber(tid));
 	memcpy(old, node, size);
@@ -353,7 +356,11 @@ reuse_node(Relation index, const VecIndexInfo *info, VecNodeHeader *node, Size s
 		meta->entry_level = node->level;
 	}
 	for (OffsetNumber off = FirstOffsetNumber; off <= PageGetMaxOffsetNumber(page) && !more; off++)
-		more = (vec_page_node(index, page, blkno, off, info)->flags & VEC_NODE_DELETED) != 0;
+	{
+		VecNodeHeader *other = vec_page_node(index, page, blkno, off, info);
+
+		more = (other->flags & VEC_NODE_DELETED) && !ItemPointerIsValid(&other->heaptid);
+	}
 	if (entry != NULL)
 		entrybuf = mark_entry_merged(index, info, state, meta, entry);
 	GenericXLogFinish(state);
@@ -496,8 +503,9 @@ initialize_empty_index(Relation index, const float *x, int dim)
 
 /*
  * Link the new node from its neighbours, layer by layer (links[] holds the
- * layers top down, nearest first within a layer).  A layer where every
- * neighbour turned it down links it from its nearest one all the same.
+ * layers top down, then the filter lists, nearest first within each).  A
+ * layer or list where every neighbour turned it down links it from its
+ * nearest one all the same.
  */
 static void
 add_back_links(Relation index, const VecIndexInfo *info, const VecLink *links, int nlinks,

@@ -242,6 +242,8 @@ vec_max_dim(int m, int nfilters, int filter_m)
 								 sizeof(VecNeighbor) * (5 * m + nfilters * filter_m) +
 								 sizeof(int64) * nfilters);
 
+	if (fixed >= page_space())
+		return 0;
 	return Min(AVECTOR_MAX_DIM, (int) ((page_space() - fixed) & ~3));
 }
 
@@ -255,7 +257,10 @@ vec_check_dim(const VecIndexInfo *info, int dim)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 				 errmsg("archer_vector can index at most %d dimensions with m = %d, not %d",
-						max, info->m, dim)));
+						max, info->m, dim),
+				 info->nfilters > 0 ?
+				 errdetail("Each of the index's %d filter columns takes room in every node.",
+						   info->nfilters) : 0));
 }
 
 /*
@@ -416,6 +421,9 @@ vec_index_info(Relation index)
 	info->filter_m = meta.filter_m;
 	info->is_array = index->rd_opcintype[0] == FLOAT4ARRAYOID;
 	vec_index_columns(index, info);
+	if (info->filter_m != 0 &&
+		(info->nfilters == 0 || info->filter_m != vec_filter_slots(info->m)))
+		archer_corrupted(index, ARCHER_META_BLKNO, "The meta page's filter list size is impossible.");
 	if (info->metric != metric_of_index(index))
 		archer_corrupted(index, ARCHER_META_BLKNO, "The meta page's metric does not match the operator class.");
 	if (info->dim > 0)

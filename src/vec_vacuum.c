@@ -16,8 +16,12 @@
  *	   node get a way around it;
  *	3. if the entry point died, make the live node on the highest layer the
  *	   entry point;
- *	4. list the pages holding deleted nodes in the free space map: inserts
- *	   overwrite those nodes (vec_insert.c), which no live node links to.
+ *	4. once every page is repaired, mark the deleted nodes unlinked (their
+ *	   heap TID invalid) and list their pages in the free space map:
+ *	   inserts overwrite only unlinked nodes (vec_insert.c), which no live
+ *	   node links to.  A VACUUM cut short leaves its deleted nodes linked
+ *	   and never reused: a node reused while a filter list of another
+ *	   value still linked it would join two values' graphs.
  * Nodes deleted by an earlier VACUUM count as deleted in pass 2 too, so
  * links a crash left pointing at them are repaired before they are reused.
  * Scans running meanwhile may still reach a deleted node through a link
@@ -225,7 +229,46 @@ write_links(Relation index, const VecIndexInfo *info, ItemPointer tid, VecNodeHe
 	UnlockReleaseBuffer(buf);
 }
 
-/* Passes 2 to 4: repair links, count the deletions, move the entry point, list reusable pages */
+/*
+ * Pass 4 for one page: its deleted nodes are unlinked now (no live node,
+ * nor the entry point, leads to them), which their invalid heap TID says,
+ * so inserts may overwrite them; then the free space map lists the page.
+ */
+static void
+mark_unlinked(Relation index, const VecIndexInfo *info, IndexVacuumInfo *vinfo,
+			  BlockNumber blkno)
+{
+	Buffer		buf = ReadBufferExtended(index, MAIN_FORKNUM, blkno, RBM_NORMAL, vinfo->strategy);
+	GenericXLogState *state = NULL;
+	Page		page;
+
+	LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
+	page = BufferGetPage(buf);
+	archer_check_page(index, page, blkno, ARCHER_VEC_PAGE_ID);
+	for (OffsetNumber off = FirstOffsetNumber; off <= PageGetMaxOffsetNumber(page); off++)
+	{
+		VecNodeHeader *node = vec_page_node(index, page, blkno, off, info);
+
+		if (!(node->flags & VEC_NODE_DELETED) || !ItemPointerIsValid(&node->heaptid))
+			continue;
+		if (state == NULL)
+		{
+			state = GenericXLogStart(index);
+			page = GenericXLogRegisterBuffer(state, buf, 0);
+			node = vec_page_node(index, page, blkno, off, info);
+		}
+		ItemPointerSetInvalid(&node->heaptid);
+	}
+	if (state != NULL)
+		GenericXLogFinish(state);
+	UnlockReleaseBuffer(buf);
+	RecordPageWithFreeSpace(index, blkno, VEC_FSM_REUSABLE);
+}
+
+/*
+ * Passes 2 to 4: repair links, count the deletions, move the entry point,
+ * mark deleted nodes unlinked and list their pages
+ */
 static void
 repair_graph(Relation index, const VecIndexInfo *info, IndexVacuumInfo *vinfo,
 			 VecVisited *deleted, int64 ndeleted)
@@ -234,6 +277,8 @@ repair_graph(Relation index, const VecIndexInfo *info, IndexVacuumInfo *vinfo,
 	ItemPointerData top;
 	int			top_level = -1;
 	bool		reusable;
+	BlockNumber *reusable_blocks = palloc(sizeof(BlockNumber) * Max(nblocks, 1));
+	int			nreusable = 0;
 
 	ItemPointerSetInvalid(&top);
 	for (BlockNumber blkno = ARCHER_META_BLKNO + 1; blkno < nblocks; blkno++)
@@ -283,9 +328,11 @@ repair_graph(Relation index, const VecIndexInfo *info, IndexVacuumInfo *vinfo,
 				write_links(index, info, &tid, node);
 			pfree(node);
 		}
-		RecordPageWithFreeSpace(index, blkno, reusable ? VEC_FSM_REUSABLE : 0);
+		if (reusable)
+			reusable_blocks[nreusable++] = blkno;
+		else
+			RecordPageWithFreeSpace(index, blkno, 0);
 	}
-	IndexFreeSpaceMapVacuum(index);
 
 	{
 		Buffer		metabuf = archer_read_page(index, ARCHER_META_BLKNO, BUFFER_LOCK_EXCLUSIVE,
@@ -302,6 +349,14 @@ repair_graph(Relation index, const VecIndexInfo *info, IndexVacuumInfo *vinfo,
 		GenericXLogFinish(state);
 		UnlockReleaseBuffer(metabuf);
 	}
+
+	for (int i = 0; i < nreusable; i++)
+	{
+		vacuum_delay_point();
+		mark_unlinked(index, info, vinfo, reusable_blocks[i]);
+	}
+	IndexFreeSpaceMapVacuum(index);
+	pfree(reusable_blocks);
 }
 
 IndexBulkDeleteResult *

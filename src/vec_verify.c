@@ -252,8 +252,7 @@ archer_vector_verify(PG_FUNCTION_ARGS)
 	state.info = vec_index_info(index);
 	if (meta.dim > 0)
 	{
-		if (meta.dim > vec_max_dim(meta.m, state.info->nfilters, meta.filter_m) ||
-			meta.filter_m > 2 * meta.m || meta.m < 2 || meta.metric < 1 ||
+		if (meta.dim > vec_max_dim(meta.m, state.info->nfilters, meta.filter_m) || meta.m < 2 || meta.metric < 1 ||
 			meta.metric > VEC_NSTRATEGIES)
 			archer_corrupted(index, ARCHER_META_BLKNO, "The meta page holds impossible options.");
 		vec_visited_init(&state.live, 1024);
