@@ -397,6 +397,28 @@ add_link(BuildState *build, int64 from, int64 to, float distance, int layer, boo
 	return true;
 }
 
+/*
+ * Give node q the selected neighbours on a layer (or filter list) whose
+ * slots are empty, and link them back; if all of them turn it down, the
+ * nearest links to it all the same (a node nobody links to is never found)
+ */
+static void
+link_selected(BuildState *build, int64 q, const MemCandidate *selected, int nselected,
+			  int layer)
+{
+	int64		off = link_offset(build, q, layer);
+	bool		linked = false;
+
+	for (int i = 0; i < nselected; i++)
+	{
+		build->links[off + i] = selected[i].node;
+		build->link_dist[off + i] = selected[i].distance;
+		linked |= add_link(build, selected[i].node, q, selected[i].distance, layer, false);
+	}
+	if (!linked && nselected > 0)
+		(void) add_link(build, selected[0].node, q, selected[0].distance, layer, true);
+}
+
 static void
 mem_insert(BuildState *build, int64 q)
 {
@@ -425,20 +447,10 @@ mem_insert(BuildState *build, int64 q)
 	for (int layer = Min(level, build->entry_level); layer >= 0; layer--)
 	{
 		int			nselected;
-		int64		off = link_offset(build, q, layer);
-		bool		linked = false;
 
 		nfound = mem_search_layer(build, q, found, nfound, ef, layer);
 		nselected = select_neighbors(build, found, nfound, layer_slots(info, layer), selected);
-
-		for (int i = 0; i < nselected; i++)
-		{
-			build->links[off + i] = selected[i].node;
-			build->link_dist[off + i] = selected[i].distance;
-			linked |= add_link(build, selected[i].node, q, selected[i].distance, layer, false);
-		}
-		if (!linked && nselected > 0)
-			(void) add_link(build, selected[0].node, q, selected[0].distance, layer, true);
+		link_selected(build, q, selected, nselected, layer);
 	}
 	if (level > build->entry_level)
 	{
@@ -579,11 +591,9 @@ link_filter_list(BuildState *build, int64 q, int64 first, int column, MemCandida
 	int			list = VEC_FILTER_LIST(column);
 	int			ef = Max(info->ef_construction, 2 * info->m);
 	int64		off0 = link_offset(build, q, 0);
-	int64		off = link_offset(build, q, list);
 	int64		value = build->nodes[q].filters[column];
 	int			nfound = 0;
 	int			nselected;
-	bool		linked = false;
 
 	found[nfound].node = first;
 	found[nfound++].distance = node_distance(build, q, first);
@@ -600,14 +610,7 @@ link_filter_list(BuildState *build, int64 q, int64 first, int column, MemCandida
 	}
 	nfound = mem_search_layer(build, q, found, nfound, ef, list);
 	nselected = select_neighbors(build, found, nfound, info->filter_m, selected);
-	for (int i = 0; i < nselected; i++)
-	{
-		build->links[off + i] = selected[i].node;
-		build->link_dist[off + i] = selected[i].distance;
-		linked |= add_link(build, selected[i].node, q, selected[i].distance, list, false);
-	}
-	if (!linked && nselected > 0)
-		(void) add_link(build, selected[0].node, q, selected[0].distance, list, true);
+	link_selected(build, q, selected, nselected, list);
 }
 
 static void

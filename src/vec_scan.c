@@ -420,17 +420,19 @@ gather_ready(VecScanOpaque so, float limit)
 	qsort_arg(so->ready, so->nready, sizeof(int), found_bound_cmp, so->found);
 }
 
+/* Append a candidate to one of the scan's growing lists (deferred, bypassed) */
 static void
-defer_candidate(VecScanOpaque so, const VecCandidate *candidate)
+append_candidate(VecScanOpaque so, VecCandidate **list, int *count, int *capacity,
+				 const VecCandidate *candidate)
 {
-	if (so->ndeferred == so->maxdeferred)
+	if (*count == *capacity)
 	{
-		so->maxdeferred = Max(so->maxdeferred * 2, 256);
-		so->deferred = so->deferred ?
-			repalloc_huge(so->deferred, sizeof(VecCandidate) * so->maxdeferred) :
-			MemoryContextAlloc(so->scancxt, sizeof(VecCandidate) * so->maxdeferred);
+		*capacity = Max(*capacity * 2, 256);
+		*list = *list ?
+			repalloc_huge(*list, sizeof(VecCandidate) * *capacity) :
+			MemoryContextAlloc(so->scancxt, sizeof(VecCandidate) * *capacity);
 	}
-	so->deferred[so->ndeferred++] = *candidate;
+	(*list)[(*count)++] = *candidate;
 }
 
 /* Whether the graph search has nodes left to expand */
@@ -453,19 +455,6 @@ expansion_list(VecScanOpaque so, const VecCandidate *candidate)
 	if (candidate->matches)
 		return so->link_list;
 	return so->entered ? -1 : 0;
-}
-
-static void
-bypass_candidate(VecScanOpaque so, const VecCandidate *candidate)
-{
-	if (so->nbypassed == so->maxbypassed)
-	{
-		so->maxbypassed = Max(so->maxbypassed * 2, 256);
-		so->bypassed = so->bypassed ?
-			repalloc_huge(so->bypassed, sizeof(VecCandidate) * so->maxbypassed) :
-			MemoryContextAlloc(so->scancxt, sizeof(VecCandidate) * so->maxbypassed);
-	}
-	so->bypassed[so->nbypassed++] = *candidate;
 }
 
 /*
@@ -538,7 +527,7 @@ run_round(IndexScanDesc scan)
 		list = expansion_list(so, &current);
 		if (list < 0)
 		{
-			bypass_candidate(so, &current);
+			append_candidate(so, &so->bypassed, &so->nbypassed, &so->maxbypassed, &current);
 			continue;
 		}
 		nlinks = vec_node_links(index, info, &current.tid, list, links);
@@ -558,7 +547,7 @@ run_round(IndexScanDesc scan)
 			so->entered |= next.matches;
 			/* every node is kept: a later, wider round may want it */
 			if (next.distance > result_set_limit(so, &best))
-				defer_candidate(so, &next);
+				append_candidate(so, &so->deferred, &so->ndeferred, &so->maxdeferred, &next);
 			else
 				vec_heap_push(&so->candidates, &next);
 			/* the search walks through nodes the filter keys reject, but never returns them */
