@@ -11,10 +11,12 @@
 #include <float.h>
 
 #include "access/reloptions.h"
+#include "access/stratnum.h"
 #include "catalog/pg_amop.h"
 #include "catalog/pg_opclass.h"
 #include "catalog/pg_type.h"
 #include "commands/vacuum.h"
+#include "nodes/pathnodes.h"
 #include "optimizer/optimizer.h"
 #include "utils/catcache.h"
 #include "utils/guc.h"
@@ -85,10 +87,49 @@ vec_options(Datum reloptions, bool validate)
 }
 
 /*
+ * The selectivity of the index conditions among the nodes a scan walks:
+ * with column = value on a filter column, the scan walks that value's
+ * graph (its filter list, vec.h), so the first such condition selects
+ * nothing there; the others (and range conditions) do.
+ */
+static Selectivity
+walk_selectivity(PlannerInfo *root, IndexPath *path, Selectivity all)
+{
+	IndexOptInfo *index = path->indexinfo;
+	List	   *others = NIL;
+	bool		listed = false;
+	ListCell   *lc;
+
+	foreach(lc, path->indexclauses)
+	{
+		IndexClause *iclause = lfirst_node(IndexClause, lc);
+		ListCell   *qc;
+
+		foreach(qc, iclause->indexquals)
+		{
+			RestrictInfo *rinfo = lfirst_node(RestrictInfo, qc);
+			Expr	   *clause = rinfo->clause;
+
+			if (!listed && iclause->indexcol > 0 && IsA(clause, OpExpr) &&
+				get_op_opfamily_strategy(((OpExpr *) clause)->opno,
+										 index->opfamily[iclause->indexcol]) ==
+				BTEqualStrategyNumber)
+				listed = true;
+			else
+				others = lappend(others, rinfo);
+		}
+	}
+	if (!listed)
+		return all;
+	return clauselist_selectivity(root, others, index->rel->relid, JOIN_INNER, NULL);
+}
+
+/*
  * An ordered scan reads about ef_search * 2m nodes before it returns its
  * first row, and about 2m more per further row; conditions on filter
  * columns divide the rows it returns by their selectivity, and multiply
- * the nodes it reads for each.  Without ORDER BY the index is useless.
+ * the nodes it reads for each, but for the one whose filter list it
+ * searches (walk_selectivity).  Without ORDER BY the index is useless.
  */
 static void
 vec_costestimate(PlannerInfo *root, IndexPath *path, double loop_count,
@@ -98,8 +139,15 @@ vec_costestimate(PlannerInfo *root, IndexPath *path, double loop_count,
 {
 	GenericCosts costs = {0};
 	double		ntuples = Max(path->indexinfo->tuples, 1);
-	double		node_cost = cpu_index_tuple_cost + 4 * cpu_operator_cost;
 	double		startup_nodes;
+
+	/*
+	 * A node costs more the larger it is (the cache lines its code and
+	 * lists take): of two indexes on the same vectors, one with filter
+	 * lists is chosen only for the conditions it serves
+	 */
+	double		node_cost = (cpu_index_tuple_cost + 4 * cpu_operator_cost) *
+		(1 + path->indexinfo->pages / ntuples);
 
 	if (path->indexorderbys == NIL)
 	{
@@ -113,7 +161,7 @@ vec_costestimate(PlannerInfo *root, IndexPath *path, double loop_count,
 	costs.numIndexTuples = ntuples;
 	genericcostestimate(root, path, loop_count, &costs);
 	startup_nodes = (double) archer_vector_ef_search * 2 * VEC_DEFAULT_M /
-		Max(costs.indexSelectivity, 1.0 / ntuples);
+		Max(walk_selectivity(root, path, costs.indexSelectivity), 1.0 / ntuples);
 	/*
 	 * A graph search jumps between node pages at random and is only fast
 	 * when they are cached, as they usually are: charged as CPU work alone
