@@ -135,6 +135,28 @@ SELECT 'grp = 7, index filled by inserts' AS filter, * FROM vf_check('grp = 7');
 SELECT 'label = 3 AND grp = 13, index filled by inserts' AS filter, * FROM vf_check('label = 3 AND grp = 13', 40);
 SELECT archer_vector_verify('vf_idx') = (SELECT count(*) FROM vf_items) AS verified;
 
+-- an index on a temporary table: local buffers, which scans pin again
+-- through the buffer they last read each block into, across queries
+CREATE TEMP TABLE vf_temp AS SELECT * FROM vf_items;
+CREATE INDEX ON vf_temp USING archer_vector (v, label);
+DELETE FROM vf_temp WHERE id % 5 = 0;
+VACUUM vf_temp;
+INSERT INTO vf_temp SELECT id + 10000, label, grp, small, v FROM vf_items WHERE id % 5 = 0;
+SET enable_seqscan = off;
+CREATE TEMP TABLE vf_temp_answers AS
+SELECT q.qid, ARRAY(SELECT id FROM vf_temp WHERE label = 3 ORDER BY v <-> q.v LIMIT 10) AS ids
+FROM vf_queries q;
+RESET enable_seqscan;
+SET enable_indexscan = off;
+SELECT count(*) AS queries,
+       count(*) FILTER (WHERE cardinality(a.ids) = 10) AS full_answers,
+       sum((SELECT count(*) FROM unnest(a.ids) x
+            WHERE x = ANY (ARRAY(SELECT id FROM vf_temp WHERE label = 3 ORDER BY v <-> q.v LIMIT 10))))
+         >= 0.95 * 10 * count(*) AS recall_ok
+FROM vf_temp_answers a JOIN vf_queries q USING (qid);
+RESET enable_indexscan;
+SELECT archer_vector_verify('vf_temp_v_label_idx') = (SELECT count(*) FROM vf_temp) AS verified;
+
 -- the vector column comes first, then at most four integer columns
 CREATE INDEX ON vf_items USING archer_vector (label, v);
 CREATE INDEX ON vf_items USING archer_vector (v, v);

@@ -23,9 +23,11 @@
 #include "utils/regproc.h"
 #include "utils/syscache.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
 #include "access/relscan.h"
 #include "access/xloginsert.h"
 #include "miscadmin.h"
+#include "pgstat.h"
 #include "storage/buf_internals.h"
 #include "storage/indexfsm.h"
 #include "storage/lmgr.h"
@@ -143,6 +145,55 @@ archer_read_page_if_used(Relation index, BlockNumber blkno, int lockmode, uint16
 		return InvalidBuffer;
 	}
 	archer_check_page(index, BufferGetPage(buf), blkno, page_id);
+	return buf;
+}
+
+ArcherRecentBuffers *
+archer_recent_buffers_create(MemoryContext cxt)
+{
+	ArcherRecentBuffers *recent = MemoryContextAllocZero(cxt, sizeof(ArcherRecentBuffers));
+
+	recent->cxt = cxt;
+	return recent;
+}
+
+/*
+ * ReadBuffer(index, blkno), pinning the buffer the block was last read
+ * into when it still holds it (recent may be NULL).  The relation's
+ * statistics count the read as ReadBuffer would.
+ */
+Buffer
+archer_read_buffer_recent(Relation index, BlockNumber blkno, ArcherRecentBuffers *recent)
+{
+	Buffer		buf;
+
+	if (recent == NULL)
+		return ReadBuffer(index, blkno);
+	if (blkno < recent->nblocks && BufferIsValid(recent->buffers[blkno]) &&
+		ReadRecentBuffer(index->rd_node, MAIN_FORKNUM, blkno, recent->buffers[blkno]))
+	{
+		pgstat_count_buffer_read(index);
+		pgstat_count_buffer_hit(index);
+		return recent->buffers[blkno];
+	}
+	buf = ReadBuffer(index, blkno);
+	if (blkno >= recent->nblocks)
+	{
+		BlockNumber nblocks = Max(blkno + 1, Max(recent->nblocks * 2, 1024));
+
+		if (nblocks > MaxAllocSize / sizeof(Buffer))
+			return buf;
+		if (recent->buffers == NULL)
+			recent->buffers = MemoryContextAllocZero(recent->cxt, sizeof(Buffer) * nblocks);
+		else
+		{
+			recent->buffers = repalloc(recent->buffers, sizeof(Buffer) * nblocks);
+			memset(recent->buffers + recent->nblocks, 0,
+				   sizeof(Buffer) * (nblocks - recent->nblocks));
+		}
+		recent->nblocks = nblocks;
+	}
+	recent->buffers[blkno] = buf;
 	return buf;
 }
 

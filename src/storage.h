@@ -152,6 +152,23 @@ extern Buffer archer_read_page(Relation index, BlockNumber blkno, int lockmode,
 							   uint16 page_id);
 extern Buffer archer_read_page_if_used(Relation index, BlockNumber blkno, int lockmode,
 									   uint16 page_id);
+/*
+ * The buffer each block of an index was last read into, remembered by a
+ * backend so that the next read of the block can pin it through
+ * ReadRecentBuffer (a check of the buffer's tag) instead of a lookup in the
+ * shared buffer mapping table.  Entries may be stale: ReadRecentBuffer
+ * refuses a buffer that holds another block now.
+ */
+typedef struct ArcherRecentBuffers
+{
+	MemoryContext cxt;
+	Buffer	   *buffers;		/* by block number; InvalidBuffer if unknown */
+	BlockNumber nblocks;		/* length of buffers[] */
+} ArcherRecentBuffers;
+
+extern ArcherRecentBuffers *archer_recent_buffers_create(MemoryContext cxt);
+extern Buffer archer_read_buffer_recent(Relation index, BlockNumber blkno,
+										ArcherRecentBuffers *recent);
 extern Buffer archer_buffer_for_block(Relation index, BlockNumber blkno);
 extern Buffer archer_new_buffer(Relation index);
 extern void archer_corrupted(Relation index, BlockNumber blkno,

@@ -218,6 +218,7 @@ typedef struct VecIndexInfo
 	Oid			filter_types[VEC_MAX_FILTERS];
 	ArcherSQ8	sq;				/* trained on the rows of the build */
 	ArcherSQ8	sq_wide;		/* the same, VEC_WIDE_FACTOR times wider */
+	ArcherRecentBuffers *recent;	/* where node pages were last read; NULL in builds */
 } VecIndexInfo;
 
 /* A query, prepared once per scan or insert */

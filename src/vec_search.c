@@ -168,6 +168,20 @@ vec_heap_pop(VecHeap *heap)
 
 /* ---- reading nodes ---- */
 
+/* A node page, share-locked, pinned through the index's recent buffers */
+static Buffer
+read_node_page(Relation index, const VecIndexInfo *info, BlockNumber blkno)
+{
+	Buffer		buf;
+
+	if (blkno == InvalidBlockNumber)
+		archer_corrupted(index, blkno, "A link points to an invalid block.");
+	buf = archer_read_buffer_recent(index, blkno, info->recent);
+	LockBuffer(buf, BUFFER_LOCK_SHARE);
+	archer_check_page(index, BufferGetPage(buf), blkno, ARCHER_VEC_PAGE_ID);
+	return buf;
+}
+
 /*
  * Distance from the query to a node's code; copies the node's header
  * (heap TID, flags, error) to *header.
@@ -177,7 +191,7 @@ vec_node_distance(Relation index, const VecIndexInfo *info, const VecQuery *quer
 				  ItemPointer tid, VecNodeHeader *header)
 {
 	BlockNumber blkno = ItemPointerGetBlockNumber(tid);
-	Buffer		buf = archer_read_page(index, blkno, BUFFER_LOCK_SHARE, ARCHER_VEC_PAGE_ID);
+	Buffer		buf = read_node_page(index, info, blkno);
 	VecNodeHeader *node = vec_page_node(index, BufferGetPage(buf), blkno,
 										ItemPointerGetOffsetNumber(tid), info);
 	float		distance = vec_query_distance(query, vec_node_code(node), node->flags);
@@ -223,7 +237,7 @@ vec_batch_distances(Relation index, const VecIndexInfo *info, const VecQuery *qu
 			IncrBufferRefCount(bufs[i]);
 		}
 		else
-			bufs[i] = ReadBuffer(index, blkno);
+			bufs[i] = archer_read_buffer_recent(index, blkno, info->recent);
 		page = BufferGetPage(bufs[i]);
 		__builtin_prefetch(page);
 		__builtin_prefetch(page + BLCKSZ - sizeof(ArcherPageOpaqueData));
@@ -280,7 +294,7 @@ vec_node_links(Relation index, const VecIndexInfo *info, ItemPointer tid, int la
 			   ItemPointerData *links)
 {
 	BlockNumber blkno = ItemPointerGetBlockNumber(tid);
-	Buffer		buf = archer_read_page(index, blkno, BUFFER_LOCK_SHARE, ARCHER_VEC_PAGE_ID);
+	Buffer		buf = read_node_page(index, info, blkno);
 	VecNodeHeader *node = vec_page_node(index, BufferGetPage(buf), blkno,
 										ItemPointerGetOffsetNumber(tid), info);
 	int			nlinks = 0;

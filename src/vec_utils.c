@@ -427,7 +427,10 @@ vec_index_info(Relation index)
 	if (info->metric != metric_of_index(index))
 		archer_corrupted(index, ARCHER_META_BLKNO, "The meta page's metric does not match the operator class.");
 	if (info->dim > 0)
+	{
 		load_quantizer(index, info, meta.quantizer_pages);
+		info->recent = archer_recent_buffers_create(index->rd_indexcxt);
+	}
 	MemoryContextSwitchTo(oldcxt);
 	if (info->dim > 0)
 		index->rd_amcache = info;
