@@ -637,7 +637,9 @@ build_filter_lists(BuildState *build)
 		qsort_arg(members, nmembers, sizeof(int64), filter_member_cmp, values);
 		for (int64 start = 0; start < nmembers; start = end)
 		{
-			for (end = start + 1; end < nmembers && values[members[end]] == values[members[start]]; end++)
+			for (end = start + 1;
+				 end < nmembers && values[members[end]] == values[members[start]];
+				 end++)
 			{
 				link_filter_list(build, members[end], members[start], column, found, selected);
 				if (end % 1000 == 0)

@@ -13,8 +13,9 @@
  * pages.  The node's filter lists (vec.h) are filled and linked back
  * alike, each from a search of its value's graph that starts at the
  * nodes of that value near it.  An index WITH (insert_buffer = on)
- * appends the row's node to its insert buffer instead (vec_buffer.c), and merges the buffer once it
- * holds archer.insert_buffer_max_entries entries (if no other merge runs).
+ * appends the row's node to its insert buffer instead (vec_buffer.c),
+ * and merges the buffer once it holds archer.insert_buffer_max_entries
+ * entries (if no other merge runs).
  *
  *-------------------------------------------------------------------------
  */
@@ -284,9 +285,10 @@ place_node(Relation index, const VecIndexInfo *info, VecNodeHeader *node, Size s
 
 /*
  * A deleted node to overwrite, one VACUUM marked unlinked (vec_vacuum.c),
- * from a page the free space map lists: false when there is none.  Pages the map lists wrongly
- * (a stale map after a crash, or every deleted node taken) are struck off
- * it.  Inserts are serialized, so the node stays free until it is written.
+ * from a page the free space map lists: false when there is none.  Pages
+ * the map lists wrongly (a stale map after a crash, or every deleted node
+ * taken) are struck off it.  Inserts are serialized, so the node stays
+ * free until it is written.
  */
 static bool
 find_reusable_node(Relation index, const VecIndexInfo *info, ItemPointer tid, int *level)
