@@ -16,6 +16,7 @@ OBJS = \
 	src/geo_decode.o \
 	src/geo_types.o \
 	src/geo_postgis.o \
+	src/geo_pointcode.o \
 	src/geo_handler.o \
 	src/geo_tree.o \
 	src/geo_build.o \
@@ -53,8 +54,11 @@ PROVE_TESTS = $(sort $(wildcard test/t/*.pl))
 
 PG_CPPFLAGS = -I$(srcdir)/src
 # -fno-semantic-interposition: calls between our own exported functions are
-# direct (and inlinable) instead of going through the PLT
-PG_CFLAGS = -Wall -Werror -Wno-unused-parameter -fno-semantic-interposition
+# direct (and inlinable) instead of going through the PLT.
+# -ffp-contract=off: no fused multiply-adds where the source has none, so
+# floating-point results (the point codes of geo_pointcode.c) are the same
+# bits on every machine that replays the WAL
+PG_CFLAGS = -Wall -Werror -Wno-unused-parameter -fno-semantic-interposition -ffp-contract=off
 
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)

@@ -20,16 +20,18 @@ BEGIN
     PERFORM set_config('enable_seqscan', 'off', true);
     used_index := false;
     FOR plan IN EXECUTE 'EXPLAIN (COSTS OFF) ' || q LOOP
-        IF plan ~ 'Index Scan using' THEN
+        IF plan ~ 'Index (Only )?Scan using' THEN
             used_index := true;
         END IF;
     END LOOP;
     EXECUTE 'SELECT coalesce(array_agg(id ORDER BY id), ''{}'') FROM (' || q || ') s' INTO by_index;
     PERFORM set_config('enable_seqscan', 'on', true);
     PERFORM set_config('enable_indexscan', 'off', true);
+    PERFORM set_config('enable_indexonlyscan', 'off', true);
     PERFORM set_config('enable_bitmapscan', 'off', true);
     EXECUTE 'SELECT coalesce(array_agg(id ORDER BY id), ''{}'') FROM (' || coalesce(q_exact, q) || ') s' INTO by_seq;
     PERFORM set_config('enable_indexscan', 'on', true);
+    PERFORM set_config('enable_indexonlyscan', 'on', true);
     PERFORM set_config('enable_bitmapscan', 'on', true);
     n_rows := cardinality(by_seq);
     SELECT count(*) INTO mismatches FROM (
@@ -39,31 +41,45 @@ BEGIN
 END $$;
 
 -- Same for ordered queries: q returns a column dist in query order; the
--- index must produce exactly the same sequence of distances.
+-- index must produce exactly the same sequence of distances, both as an
+-- index-only scan (which orders by exact distances itself, when q needs no
+-- other column) and as a plain index scan (the executor reorders).
 CREATE FUNCTION knn_vs_seq(q text, OUT n_rows bigint, OUT same_order boolean,
                            OUT used_index boolean)
 LANGUAGE plpgsql AS $$
 DECLARE
     plan text;
+    wrapped text := 'SELECT coalesce(array_agg(dist ORDER BY ord), ''{}'') FROM (SELECT dist, row_number() OVER () AS ord FROM (' || q || ') s) t';
     by_index float8[];
+    by_plain_index float8[];
     by_seq float8[];
+    plain_used boolean := false;
 BEGIN
     PERFORM set_config('enable_seqscan', 'off', true);
     PERFORM set_config('enable_bitmapscan', 'off', true);
     used_index := false;
     FOR plan IN EXECUTE 'EXPLAIN (COSTS OFF) ' || q LOOP
-        IF plan ~ 'Index Scan using' THEN
+        IF plan ~ 'Index (Only )?Scan using' THEN
             used_index := true;
         END IF;
     END LOOP;
-    EXECUTE 'SELECT coalesce(array_agg(dist ORDER BY ord), ''{}'') FROM (SELECT dist, row_number() OVER () AS ord FROM (' || q || ') s) t' INTO by_index;
+    EXECUTE wrapped INTO by_index;
+    PERFORM set_config('enable_indexonlyscan', 'off', true);
+    FOR plan IN EXECUTE 'EXPLAIN (COSTS OFF) ' || q LOOP
+        IF plan ~ 'Index Scan using' THEN
+            plain_used := true;
+        END IF;
+    END LOOP;
+    EXECUTE wrapped INTO by_plain_index;
     PERFORM set_config('enable_seqscan', 'on', true);
     PERFORM set_config('enable_indexscan', 'off', true);
-    EXECUTE 'SELECT coalesce(array_agg(dist ORDER BY ord), ''{}'') FROM (SELECT dist, row_number() OVER () AS ord FROM (' || q || ') s) t' INTO by_seq;
+    EXECUTE wrapped INTO by_seq;
     PERFORM set_config('enable_indexscan', 'on', true);
+    PERFORM set_config('enable_indexonlyscan', 'on', true);
     PERFORM set_config('enable_bitmapscan', 'on', true);
     n_rows := cardinality(by_seq);
-    same_order := by_index IS NOT DISTINCT FROM by_seq;
+    used_index := used_index AND plain_used;
+    same_order := by_index IS NOT DISTINCT FROM by_seq AND by_plain_index IS NOT DISTINCT FROM by_seq;
 END $$;
 
 -- Random points, uniform on the sphere, plus points where S2 and

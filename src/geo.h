@@ -9,7 +9,8 @@
  *	block 0			meta page: GeoMetaPageData
  *	leaf pages		dense array of GeoLeafEntry: a prefix sorted by (cellid, tid),
  *					then a short unsorted tail of recent inserts (see
- *					geo_insert.c)
+ *					geo_insert.c); each entry also holds its exact point
+ *					(geo_pointcode.c), for index-only scans
  *	internal pages	dense array of GeoInternalEntry; entry i's child holds
  *					keys >= entry i's key and < entry i+1's key
  *
@@ -79,12 +80,23 @@ typedef struct GeoKey
 	ItemPointerData tid;
 } GeoKey;
 
+/* bytes of the exact point an entry keeps beside its cell id */
+#define GEO_POINT_CODE_SIZE		10
+
 typedef struct GeoLeafEntry
 {
 	uint64		cellid;
 	ItemPointerData tid;
-	uint16		unused;
+	uint8		point[GEO_POINT_CODE_SIZE];	/* see geo_pointcode.c */
 } GeoLeafEntry;
+
+/* What an entry's point code says about the column value */
+typedef enum GeoPointCodeKind
+{
+	GEO_POINT_VALUE,			/* a point the code holds exactly */
+	GEO_POINT_NULL,				/* SQL NULL */
+	GEO_POINT_IN_HEAP			/* only the heap row has it */
+} GeoPointCodeKind;
 
 typedef struct GeoInternalEntry
 {
@@ -165,6 +177,14 @@ extern bool geo_postgis_intersects(FmgrInfo *flinfo, bool geography, Datum value
 								   Datum region);
 extern Datum geo_postgis_make_point(bool geography, double lat, double lng);
 
+extern bool geo_postgis_point_is_plain(Datum value, bool geography);
+extern Datum geo_postgis_plain_point(bool geography);
+
+/* geo_pointcode.c: the exact point beside each cell id */
+extern void geo_make_leaf_entry(GeoColumnKind kind, Datum value, bool isnull,
+								ItemPointer tid, GeoLeafEntry *entry);
+extern GeoPointCodeKind geo_point_decode(const GeoLeafEntry *entry, double *lat, double *lng);
+
 /* geo_decode.c: PostGIS's binary forms, from bytes */
 extern bool geo_decode_point(const uint8 *data, Size size, bool geography,
 							 double *lat, double *lng);
@@ -208,13 +228,13 @@ extern bool geo_insert(Relation index, Datum *values, bool *isnull,
 					   ItemPointer ht_ctid, Relation heap,
 					   IndexUniqueCheck checkUnique, bool indexUnchanged,
 					   IndexInfo *indexInfo);
-extern void geo_tree_insert(Relation index, uint64 cellid, ItemPointer tid);
+extern void geo_tree_insert(Relation index, const GeoLeafEntry *entry);
 extern int	geo_tree_insert_run(Relation index, const GeoLeafEntry *run, int n);
 
 /* geo_buffer.c: the insert buffer */
 extern void geo_buffer_init(void);
 extern bool geo_insert_buffered(Relation index);
-extern void geo_buffer_add(Relation index, uint64 cellid, ItemPointer tid);
+extern void geo_buffer_add(Relation index, const GeoLeafEntry *entry);
 extern void geo_buffer_flush_pending(Relation index);
 extern int64 geo_buffer_merge(Relation index, int64 max_entries);
 extern void geo_buffer_vacuum_begin(Relation index);

@@ -199,7 +199,7 @@ any_pending(void)
 
 /* Add an inserted row's key to this session's pending list for the index */
 void
-geo_buffer_add(Relation index, uint64 cellid, ItemPointer tid)
+geo_buffer_add(Relation index, const GeoLeafEntry *entry)
 {
 	GeoPending *pending = find_pending(RelationGetRelid(index));
 
@@ -222,9 +222,7 @@ geo_buffer_add(Relation index, uint64 cellid, ItemPointer tid)
 		pending->nentries = 0;
 		pending->node = index->rd_node;
 	}
-	pending->entries[pending->nentries].cellid = cellid;
-	pending->entries[pending->nentries].tid = *tid;
-	pending->entries[pending->nentries].unused = 0;
+	pending->entries[pending->nentries] = *entry;
 	pending->subxids[pending->nentries] = GetCurrentSubTransactionId();
 	if (++pending->nentries == GEO_LEAF_CAPACITY)
 		flush_pending(index, pending, true);

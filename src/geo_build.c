@@ -3,8 +3,8 @@
  * geo_build.c
  *	  CREATE INDEX for archer_geo: a sorted bulk build.
  *
- * The heap scan computes each row's leaf cell id and collects the (cellid,
- * tid) keys in an array sorted in memory; keys that would not fit in
+ * The heap scan computes each row's leaf entry (cell id, heap tid, point
+ * code) and collects the entries in an array sorted in memory; keys that would not fit in
  * maintenance_work_mem go to a tuplesort instead, which spills to disk (and
  * costs several times as much per key, in memory and time).  Leaves
  * are then filled left to right up to the fillfactor, and each internal
@@ -46,8 +46,8 @@ typedef struct GeoBuildState
 {
 	GeoColumnKind kind;
 	Relation	index;
-	/* the keys in memory, while they fit in maintenance_work_mem */
-	GeoKey	   *keys;
+	/* the entries in memory, while they fit in maintenance_work_mem */
+	GeoLeafEntry *keys;
 	int64		nkeys;
 	int64		maxkeys;
 	int64		keys_limit;
@@ -58,13 +58,6 @@ typedef struct GeoBuildState
 	MemoryContext tmpcxt;
 	double		ntuples;
 } GeoBuildState;
-
-#define ST_SORT sort_geo_keys
-#define ST_ELEMENT_TYPE GeoKey
-#define ST_COMPARE(a, b) geo_key_cmp((a)->cellid, &(a)->tid, (b)->cellid, &(b)->tid)
-#define ST_SCOPE static
-#define ST_DEFINE
-#include "lib/sort_template.h"
 
 /* One level being written: the page in progress and the downlinks it made */
 typedef struct LevelWriter
@@ -102,16 +95,29 @@ geo_buildphasename(int64 phasenum)
 	return NULL;
 }
 
+/*
+ * The tuplesort's rows: cell id and tid, the sort keys, then the point code
+ * as an int8 and an int4
+ */
+#define SORT_NCOLUMNS	4
+StaticAssertDecl(GEO_POINT_CODE_SIZE == sizeof(int64) + sizeof(int16),
+				 "the point code travels through the sort in two columns");
+
 static void
-sort_put_key(GeoBuildState *buildstate, uint64 cellid, ItemPointer tid)
+sort_put_key(GeoBuildState *buildstate, const GeoLeafEntry *entry)
 {
 	TupleTableSlot *slot = buildstate->slot;
+	int64		code_head;
+	int16		code_tail;
 
+	memcpy(&code_head, entry->point, sizeof(code_head));
+	memcpy(&code_tail, entry->point + sizeof(code_head), sizeof(code_tail));
 	ExecClearTuple(slot);
-	slot->tts_values[0] = Int64GetDatum(CELLID_TO_SORTKEY(cellid));
-	slot->tts_isnull[0] = false;
-	slot->tts_values[1] = PointerGetDatum(tid);
-	slot->tts_isnull[1] = false;
+	slot->tts_values[0] = Int64GetDatum(CELLID_TO_SORTKEY(entry->cellid));
+	slot->tts_values[1] = PointerGetDatum(&entry->tid);
+	slot->tts_values[2] = Int64GetDatum(code_head);
+	slot->tts_values[3] = Int32GetDatum(code_tail);
+	memset(slot->tts_isnull, false, SORT_NCOLUMNS * sizeof(bool));
 	ExecStoreVirtualTuple(slot);
 	tuplesort_puttupleslot(buildstate->sort, slot);
 }
@@ -120,7 +126,7 @@ sort_put_key(GeoBuildState *buildstate, uint64 cellid, ItemPointer tid)
 static void
 spill_keys_to_sort(GeoBuildState *buildstate)
 {
-	TupleDesc	sortdesc = CreateTemplateTupleDesc(2);
+	TupleDesc	sortdesc = CreateTemplateTupleDesc(SORT_NCOLUMNS);
 	AttrNumber	attnums[2] = {1, 2};
 	Oid			sortops[2] = {INT8_LESS_OPERATOR, TID_LESS_OPERATOR};
 	Oid			collations[2] = {InvalidOid, InvalidOid};
@@ -128,19 +134,21 @@ spill_keys_to_sort(GeoBuildState *buildstate)
 
 	TupleDescInitEntry(sortdesc, 1, "cellid", INT8OID, -1, 0);
 	TupleDescInitEntry(sortdesc, 2, "tid", TIDOID, -1, 0);
+	TupleDescInitEntry(sortdesc, 3, "code_head", INT8OID, -1, 0);
+	TupleDescInitEntry(sortdesc, 4, "code_tail", INT4OID, -1, 0);
 	buildstate->sort = tuplesort_begin_heap(sortdesc, 2, attnums, sortops, collations,
 											nullsfirst, maintenance_work_mem, NULL,
 											TUPLESORT_NONE);
 	buildstate->slot = MakeSingleTupleTableSlot(sortdesc, &TTSOpsVirtual);
 	for (int64 i = 0; i < buildstate->nkeys; i++)
-		sort_put_key(buildstate, buildstate->keys[i].cellid, &buildstate->keys[i].tid);
+		sort_put_key(buildstate, &buildstate->keys[i]);
 	pfree(buildstate->keys);
 	buildstate->keys = NULL;
 	buildstate->nkeys = 0;
 }
 
 static void
-add_key(GeoBuildState *buildstate, uint64 cellid, ItemPointer tid)
+add_key(GeoBuildState *buildstate, const GeoLeafEntry *entry)
 {
 	if (buildstate->sort == NULL && buildstate->nkeys == buildstate->maxkeys)
 	{
@@ -150,17 +158,13 @@ add_key(GeoBuildState *buildstate, uint64 cellid, ItemPointer tid)
 		{
 			buildstate->maxkeys = Min(buildstate->maxkeys * 2, buildstate->keys_limit);
 			buildstate->keys = repalloc_huge(buildstate->keys,
-											 sizeof(GeoKey) * buildstate->maxkeys);
+											 sizeof(GeoLeafEntry) * buildstate->maxkeys);
 		}
 	}
 	if (buildstate->sort != NULL)
-		sort_put_key(buildstate, cellid, tid);
+		sort_put_key(buildstate, entry);
 	else
-	{
-		buildstate->keys[buildstate->nkeys].cellid = cellid;
-		buildstate->keys[buildstate->nkeys].tid = *tid;
-		buildstate->nkeys++;
-	}
+		buildstate->keys[buildstate->nkeys++] = *entry;
 }
 
 static void
@@ -169,20 +173,23 @@ build_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
 {
 	GeoBuildState *buildstate = (GeoBuildState *) state;
 	MemoryContext oldcxt = MemoryContextSwitchTo(buildstate->tmpcxt);
-	uint64		cellid = geo_value_cellid(buildstate->kind, values[0], isnull[0]);
+	GeoLeafEntry entry;
 
+	geo_make_leaf_entry(buildstate->kind, values[0], isnull[0], tid, &entry);
 	MemoryContextSwitchTo(oldcxt);
-	add_key(buildstate, cellid, tid);
+	add_key(buildstate, &entry);
 	buildstate->ntuples++;
 	MemoryContextReset(buildstate->tmpcxt);
 }
 
 /* The next key in order, from memory or from the tuplesort; false at the end */
 static bool
-next_sorted_key(GeoBuildState *buildstate, GeoKey *key)
+next_sorted_key(GeoBuildState *buildstate, GeoLeafEntry *key)
 {
 	TupleTableSlot *slot = buildstate->slot;
 	bool		isnull;
+	int64		code_head;
+	int16		code_tail;
 
 	if (buildstate->sort == NULL)
 	{
@@ -195,6 +202,10 @@ next_sorted_key(GeoBuildState *buildstate, GeoKey *key)
 		return false;
 	key->cellid = SORTKEY_TO_CELLID(DatumGetInt64(slot_getattr(slot, 1, &isnull)));
 	key->tid = *(ItemPointer) DatumGetPointer(slot_getattr(slot, 2, &isnull));
+	code_head = DatumGetInt64(slot_getattr(slot, 3, &isnull));
+	code_tail = (int16) DatumGetInt32(slot_getattr(slot, 4, &isnull));
+	memcpy(key->point, &code_head, sizeof(code_head));
+	memcpy(key->point + sizeof(code_head), &code_tail, sizeof(code_tail));
 	return true;
 }
 
@@ -210,7 +221,7 @@ level_start_page(LevelWriter *writer, BlockNumber blkno)
 
 /* Flush the page in progress; next_key is the high key (NULL: rightmost) */
 static void
-level_flush(LevelWriter *writer, const GeoKey *next_key, BlockNumber next_blkno)
+level_flush(LevelWriter *writer, const GeoLeafEntry *next_key, BlockNumber next_blkno)
 {
 	ArcherPageOpaque opaque = ArcherPageGetOpaque(writer->page.data);
 
@@ -230,7 +241,7 @@ level_flush(LevelWriter *writer, const GeoKey *next_key, BlockNumber next_blkno)
 }
 
 static void
-level_add_downlink(LevelWriter *writer, const GeoKey *key, BlockNumber blkno)
+level_add_downlink(LevelWriter *writer, const GeoLeafEntry *key, BlockNumber blkno)
 {
 	if (writer->ndownlinks == writer->maxdownlinks)
 	{
@@ -244,9 +255,12 @@ level_add_downlink(LevelWriter *writer, const GeoKey *key, BlockNumber blkno)
 	writer->ndownlinks++;
 }
 
-/* Append one entry (leaf key or downlink) to the level; *next_blkno is the next free block */
+/*
+ * Append one entry to the level: a leaf entry, or a downlink to child made
+ * of key's cell id and tid.  *next_blkno is the next free block.
+ */
 static void
-level_add(LevelWriter *writer, const GeoKey *key, BlockNumber child, BlockNumber *next_blkno)
+level_add(LevelWriter *writer, const GeoLeafEntry *key, BlockNumber child, BlockNumber *next_blkno)
 {
 	Size		entry_size = writer->level == 0 ? sizeof(GeoLeafEntry) : sizeof(GeoInternalEntry);
 	int			nentries;
@@ -264,13 +278,7 @@ level_add(LevelWriter *writer, const GeoKey *key, BlockNumber child, BlockNumber
 	nentries = archer_page_nentries(writer->page.data, entry_size);
 	slot = ArcherPageGetEntries(writer->page.data) + nentries * entry_size;
 	if (writer->level == 0)
-	{
-		GeoLeafEntry *entry = (GeoLeafEntry *) slot;
-
-		entry->cellid = key->cellid;
-		entry->tid = key->tid;
-		entry->unused = 0;
-	}
+		memcpy(slot, key, sizeof(GeoLeafEntry));
 	else
 	{
 		GeoInternalEntry *entry = (GeoInternalEntry *) slot;
@@ -305,7 +313,7 @@ write_tree(Relation index, GeoBuildState *buildstate, int fillfactor, uint16 *ro
 	int			leaf_fill = Max(GEO_LEAF_CAPACITY * fillfactor / 100, 2);
 	int			internal_fill = Max(GEO_INTERNAL_CAPACITY * fillfactor / 100, 2);
 	double		nwritten = 0;
-	GeoKey		key;
+	GeoLeafEntry key;
 
 	pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE, GEO_PHASE_LEAVES);
 	level_init(&writer, index, 0, leaf_fill);
@@ -321,7 +329,7 @@ write_tree(Relation index, GeoBuildState *buildstate, int fillfactor, uint16 *ro
 	if (!writer.has_page)
 	{
 		/* empty table: one empty leaf as the root */
-		GeoKey		minkey = {0};
+		GeoLeafEntry minkey = {0};
 
 		level_start_page(&writer, next_blkno++);
 		level_add_downlink(&writer, &minkey, writer.blkno);
@@ -336,7 +344,7 @@ write_tree(Relation index, GeoBuildState *buildstate, int fillfactor, uint16 *ro
 		level_init(&parent, index, writer.level + 1, internal_fill);
 		for (int i = 0; i < writer.ndownlinks; i++)
 		{
-			GeoKey		key;
+			GeoLeafEntry key = {0};
 
 			key.cellid = writer.downlinks[i].cellid;
 			key.tid = writer.downlinks[i].tid;
@@ -376,7 +384,7 @@ sort_keys(GeoBuildState *buildstate)
 {
 	if (buildstate->sort == NULL)
 	{
-		sort_geo_keys(buildstate->keys, buildstate->nkeys);
+		geo_sort_leaf_entries(buildstate->keys, buildstate->nkeys);
 		return;
 	}
 	tuplesort_performsort(buildstate->sort);
@@ -402,9 +410,9 @@ geo_build(Relation heap, Relation index, IndexInfo *indexInfo)
 
 	buildstate.kind = geo_column_kind(index);
 	buildstate.index = index;
-	buildstate.keys_limit = Max((int64) maintenance_work_mem * 1024 / (int64) sizeof(GeoKey), 1024);
+	buildstate.keys_limit = Max((int64) maintenance_work_mem * 1024 / (int64) sizeof(GeoLeafEntry), 1024);
 	buildstate.maxkeys = 1024;
-	buildstate.keys = palloc_extended(sizeof(GeoKey) * buildstate.maxkeys, MCXT_ALLOC_HUGE);
+	buildstate.keys = palloc_extended(sizeof(GeoLeafEntry) * buildstate.maxkeys, MCXT_ALLOC_HUGE);
 	buildstate.tmpcxt = AllocSetContextCreate(CurrentMemoryContext,
 											  "archer_geo build temporary context",
 											  ALLOCSET_DEFAULT_SIZES);

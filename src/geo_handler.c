@@ -144,6 +144,17 @@ geo_costestimate(PlannerInfo *root, IndexPath *path, double loop_count,
 	*indexPages = costs.numIndexPages;
 }
 
+/*
+ * Every entry holds its exact point (geo_pointcode.c), so index-only scans
+ * can return the column; not an expression's value, which the rare
+ * entries whose point is only in the heap could not get back from there.
+ */
+static bool
+geo_canreturn(Relation index, int attno)
+{
+	return index->rd_index->indkey.values[attno - 1] != 0;
+}
+
 /* Operator class validation: strategies in range, ordering operators with a sort family */
 static bool
 geo_validate(Oid opclassoid)
@@ -169,6 +180,7 @@ archer_geo_handler(PG_FUNCTION_ARGS)
 	amroutine->ambeginscan = geo_beginscan;
 	amroutine->amrescan = geo_rescan;
 	amroutine->amgettuple = geo_gettuple;
+	amroutine->amcanreturn = geo_canreturn;
 	amroutine->amendscan = geo_endscan;
 
 	PG_RETURN_POINTER(amroutine);

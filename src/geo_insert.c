@@ -48,26 +48,24 @@ page_is_full(Page page)
  * sorted insert shifts; a full tail is sorted into the prefix.
  */
 static void
-leaf_page_add(Page page, uint64 cellid, ItemPointer tid)
+leaf_page_add(Page page, const GeoLeafEntry *entry)
 {
 	GeoLeafEntry *entries = (GeoLeafEntry *) ArcherPageGetEntries(page);
 	int			nentries = archer_page_nentries(page, sizeof(GeoLeafEntry));
 
-	entries[nentries].cellid = cellid;
-	entries[nentries].tid = *tid;
-	entries[nentries].unused = 0;
+	entries[nentries] = *entry;
 	archer_page_set_nentries(page, sizeof(GeoLeafEntry), nentries + 1);
 	if (nentries + 1 - ArcherPageGetOpaque(page)->nsorted > GEO_LEAF_TAIL_MAX)
 		geo_leaf_sort(page);
 }
 
 static void
-leaf_insert(Relation index, Buffer buf, uint64 cellid, ItemPointer tid)
+leaf_insert(Relation index, Buffer buf, const GeoLeafEntry *entry)
 {
 	GenericXLogState *state = GenericXLogStart(index);
 	Page		page = GenericXLogRegisterBuffer(state, buf, 0);
 
-	leaf_page_add(page, cellid, tid);
+	leaf_page_add(page, entry);
 	GenericXLogFinish(state);
 }
 
@@ -197,8 +195,10 @@ split_root(Relation index, Buffer root)
 
 /* The split path: top-down descent that splits full pages before entering them */
 static void
-insert_with_splits(Relation index, uint64 cellid, ItemPointer tid)
+insert_with_splits(Relation index, const GeoLeafEntry *entry)
 {
+	uint64		cellid = entry->cellid;
+	ItemPointer tid = (ItemPointer) &entry->tid;
 	BlockNumber rootblkno;
 	uint16		level;
 	Buffer		buf;
@@ -231,7 +231,7 @@ insert_with_splits(Relation index, uint64 cellid, ItemPointer tid)
 		buf = child;
 		level--;
 	}
-	leaf_insert(index, buf, cellid, tid);
+	leaf_insert(index, buf, entry);
 	UnlockReleaseBuffer(buf);
 }
 
@@ -288,7 +288,7 @@ geo_tree_insert_run(Relation index, const GeoLeafEntry *run, int n)
 			page = GenericXLogRegisterBuffer(state, leaf, 0);
 			opaque = ArcherPageGetOpaque(page);
 		}
-		leaf_page_add(page, run[done].cellid, tid);
+		leaf_page_add(page, &run[done]);
 	}
 	if (state != NULL)
 		GenericXLogFinish(state);
@@ -296,7 +296,7 @@ geo_tree_insert_run(Relation index, const GeoLeafEntry *run, int n)
 	if (done == 0)
 	{
 		LockPage(index, GEO_SPLIT_LOCK, ExclusiveLock);
-		insert_with_splits(index, run[0].cellid, (ItemPointer) &run[0].tid);
+		insert_with_splits(index, &run[0]);
 		UnlockPage(index, GEO_SPLIT_LOCK, ExclusiveLock);
 		done = 1;
 	}
@@ -304,20 +304,21 @@ geo_tree_insert_run(Relation index, const GeoLeafEntry *run, int n)
 }
 
 void
-geo_tree_insert(Relation index, uint64 cellid, ItemPointer tid)
+geo_tree_insert(Relation index, const GeoLeafEntry *entry)
 {
-	Buffer		leaf = geo_descend(index, cellid, tid, BUFFER_LOCK_EXCLUSIVE);
+	Buffer		leaf = geo_descend(index, entry->cellid, (ItemPointer) &entry->tid,
+								   BUFFER_LOCK_EXCLUSIVE);
 
 	if (!page_is_full(BufferGetPage(leaf)))
 	{
-		leaf_insert(index, leaf, cellid, tid);
+		leaf_insert(index, leaf, entry);
 		UnlockReleaseBuffer(leaf);
 		return;
 	}
 	UnlockReleaseBuffer(leaf);
 
 	LockPage(index, GEO_SPLIT_LOCK, ExclusiveLock);
-	insert_with_splits(index, cellid, tid);
+	insert_with_splits(index, entry);
 	UnlockPage(index, GEO_SPLIT_LOCK, ExclusiveLock);
 }
 
@@ -326,11 +327,12 @@ geo_insert(Relation index, Datum *values, bool *isnull, ItemPointer ht_ctid,
 		   Relation heap, IndexUniqueCheck checkUnique, bool indexUnchanged,
 		   IndexInfo *indexInfo)
 {
-	uint64		cellid = geo_value_cellid(geo_column_kind(index), values[0], isnull[0]);
+	GeoLeafEntry entry;
 
+	geo_make_leaf_entry(geo_column_kind(index), values[0], isnull[0], ht_ctid, &entry);
 	if (geo_insert_buffered(index))
-		geo_buffer_add(index, cellid, ht_ctid);
+		geo_buffer_add(index, &entry);
 	else
-		geo_tree_insert(index, cellid, ht_ctid);
+		geo_tree_insert(index, &entry);
 	return false;
 }

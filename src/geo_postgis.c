@@ -31,6 +31,7 @@
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
 #include "utils/syscache.h"
 
 #include "geo.h"
@@ -237,6 +238,38 @@ geo_postgis_make_point(bool geography, double lat, double lng)
 
 	getTypeInputInfo(typoid, &inputfunc, &typioparam);
 	return OidInputFunctionCall(inputfunc, text, typioparam, -1);
+}
+
+/*
+ * The point PostGIS writes for POINT(0 0) in SRID 4326, without Z, M or a
+ * bounding box: a fixed header, then x and y as the last 16 bytes.  A value
+ * that matches it but for those bytes is "plain": index-only scans rebuild
+ * it from its coordinates alone (geo_pointcode.c).  Made once per backend.
+ */
+Datum
+geo_postgis_plain_point(bool geography)
+{
+	static Datum plain[2];
+
+	if (plain[geography] == 0)
+	{
+		MemoryContext oldcxt = MemoryContextSwitchTo(TopMemoryContext);
+
+		plain[geography] = PointerGetDatum(PG_DETOAST_DATUM(geo_postgis_make_point(geography, 0, 0)));
+		MemoryContextSwitchTo(oldcxt);
+	}
+	return plain[geography];
+}
+
+bool
+geo_postgis_point_is_plain(Datum value, bool geography)
+{
+	struct varlena *raw = pg_detoast_datum_packed((struct varlena *) DatumGetPointer(value));
+	struct varlena *plain = (struct varlena *) DatumGetPointer(geo_postgis_plain_point(geography));
+	Size		size = VARSIZE_ANY_EXHDR(raw);
+
+	return size == VARSIZE_ANY_EXHDR(plain) &&
+		memcmp(VARDATA_ANY(raw), VARDATA_ANY(plain), size - 2 * sizeof(double)) == 0;
 }
 
 /* Exact radius predicate: ST_DWithin(value::geography, center::geography, radius, use_spheroid) */

@@ -28,6 +28,12 @@
  * memory for its heap page and tuple, so the scan has the CPU load them a
  * few rows ahead (prefetch_heap_rows).
  *
+ * Index-only scans return each entry's value rebuilt from its point code
+ * (geo_pointcode.c), written into one index tuple per scan; the few entries
+ * whose value only the heap holds read it from there.  An ordered
+ * index-only scan cannot have the executor reorder by exact distance, so it
+ * orders the candidates by the exact <-> of their values itself.
+ *
  * Entries in the insert buffer are read once per scan, at its start, and
  * join each key range as if they were on its first leaf (read_range).
  *
@@ -44,9 +50,13 @@
 #include <math.h>
 
 #include "access/relscan.h"
+#include "access/tableam.h"
+#include "executor/tuptable.h"
 #include "miscadmin.h"
 #include "pgstat.h"
+#include "utils/geo_decls.h"
 #include "utils/memutils.h"
+#include "utils/snapmgr.h"
 
 #include "geo.h"
 
@@ -69,10 +79,21 @@ typedef struct GeoKeyState
 	int			ncells;
 } GeoKeyState;
 
+/* An entry's point, decoded on first need (planar classification, index-only scans) */
+typedef struct GeoEntryPoint
+{
+	int			kind;			/* GeoPointCodeKind, or POINT_UNDECODED */
+	double		lat;
+	double		lng;
+} GeoEntryPoint;
+
+#define POINT_UNDECODED		(-1)
+
 typedef struct GeoCandidate
 {
-	double		distance;		/* lower bound, for ordered scans */
-	ItemPointerData tid;
+	double		distance;		/* lower bound (exact if exact_order), ordered scans */
+	GeoLeafEntry entry;
+	GeoEntryPoint point;
 	bool		recheck;
 	char	   *heap_page;		/* set by the prefetch: where the row's page was */
 } GeoCandidate;
@@ -135,6 +156,17 @@ typedef struct GeoScanOpaqueData
 	GeoRange   *scanned;
 	int			nscanned;
 	bool		nulls_done;
+	bool		exact_order;	/* index-only: distances are the exact <-> */
+
+	/* index-only scans, in itupcxt (kept across rescans) */
+	MemoryContext itupcxt;
+	IndexTuple	plain_itup;		/* a plain value, coordinates rewritten per row */
+	char	   *plain_coords;	/* where in plain_itup: x (longitude), then y */
+	IndexTuple	null_itup;
+	IndexTuple	heap_itup;		/* the last value read from the heap */
+	AttrNumber	heap_attno;
+	IndexFetchTableData *heap_fetch;
+	TupleTableSlot *heap_slot;
 } GeoScanOpaqueData;
 
 typedef GeoScanOpaqueData *GeoScanOpaque;
@@ -147,7 +179,9 @@ geo_beginscan(Relation index, int nkeys, int norderbys)
 
 	so->scancxt = AllocSetContextCreate(CurrentMemoryContext, "archer_geo scan",
 										ALLOCSET_DEFAULT_SIZES);
+	so->itupcxt = CurrentMemoryContext;
 	so->kind = geo_column_kind(index);
+	so->heap_attno = index->rd_index->indkey.values[0];
 	scan->opaque = so;
 	if (norderbys > 0)
 	{
@@ -158,7 +192,15 @@ geo_beginscan(Relation index, int nkeys, int norderbys)
 }
 
 static void
-add_candidate(GeoScanOpaque so, ItemPointer tid, bool recheck, double distance)
+decode_point(const GeoLeafEntry *entry, GeoEntryPoint *point)
+{
+	if (point->kind == POINT_UNDECODED)
+		point->kind = geo_point_decode(entry, &point->lat, &point->lng);
+}
+
+static void
+add_candidate(GeoScanOpaque so, const GeoLeafEntry *entry, const GeoEntryPoint *point,
+			  bool recheck, double distance)
 {
 	if (so->ncands == so->maxcands)
 	{
@@ -168,7 +210,8 @@ add_candidate(GeoScanOpaque so, ItemPointer tid, bool recheck, double distance)
 		else
 			so->cands = repalloc_huge(so->cands, sizeof(GeoCandidate) * so->maxcands);
 	}
-	so->cands[so->ncands].tid = *tid;
+	so->cands[so->ncands].entry = *entry;
+	so->cands[so->ncands].point = *point;
 	so->cands[so->ncands].recheck = recheck;
 	so->cands[so->ncands].heap_page = NULL;
 	so->cands[so->ncands].distance = distance;
@@ -197,14 +240,25 @@ find_cover_cell(const GeoKeyState *key, uint64 cellid)
 	return -1;
 }
 
+/*
+ * An entry in a partial cell of a planar polygon is judged by its exact
+ * point when its code holds one: only points within rounding of an edge
+ * are then left to the exact predicate.
+ */
 static GeoRelation
-relate_entry(const GeoKeyState *key, int cell, uint64 cellid)
+relate_entry(const GeoKeyState *key, int cell, const GeoLeafEntry *entry, GeoEntryPoint *point)
 {
 	if (cell < 0)
 		return GEO_DISJOINT;
 	if (key->cells[cell].relation == GEO_INSIDE)
 		return GEO_INSIDE;
-	return georegion_relate_leaf(key->region, cell, cellid);
+	if (georegion_is_planar(key->region))
+	{
+		decode_point(entry, point);
+		if (point->kind == GEO_POINT_VALUE)
+			return georegion_relate_planar_point(key->region, cell, point->lng, point->lat);
+	}
+	return georegion_relate_leaf(key->region, cell, entry->cellid);
 }
 
 /*
@@ -213,14 +267,15 @@ relate_entry(const GeoKeyState *key, int cell, uint64 cellid)
  * only the exact predicate can tell.
  */
 static bool
-entry_matches(GeoScanOpaque so, int first_cell, uint64 cellid, bool *recheck)
+entry_matches(GeoScanOpaque so, int first_cell, const GeoLeafEntry *entry,
+			  GeoEntryPoint *point, bool *recheck)
 {
 	*recheck = false;
 	for (int i = 0; i < so->nkeys; i++)
 	{
 		int			cell = (i == 0 && first_cell >= 0) ? first_cell :
-			find_cover_cell(&so->keys[i], cellid);
-		GeoRelation relation = relate_entry(&so->keys[i], cell, cellid);
+			find_cover_cell(&so->keys[i], entry->cellid);
+		GeoRelation relation = relate_entry(&so->keys[i], cell, entry, point);
 
 		if (relation == GEO_DISJOINT)
 			return false;
@@ -397,6 +452,105 @@ read_range(IndexScanDesc scan, uint64 lo, uint64 hi, BlockNumber *blkno, GeoKey 
 	return nkept;
 }
 
+/* ---- index-only scans ---- */
+
+/*
+ * The index tuple of a plain value, made once per scan; each entry's point
+ * is then written over its coordinates (x, the longitude, then y).
+ */
+static void
+prepare_plain_itup(IndexScanDesc scan)
+{
+	GeoScanOpaque so = (GeoScanOpaque) scan->opaque;
+	TupleDesc	desc = RelationGetDescr(scan->indexRelation);
+	MemoryContext oldcxt = MemoryContextSwitchTo(so->itupcxt);
+	Point		origin = {0, 0};
+	Datum		value;
+	bool		isnull = false;
+	char	   *stored;
+
+	if (so->kind == GEO_COLUMN_POINT)
+		value = PointPGetDatum(&origin);
+	else
+		value = geo_postgis_plain_point(so->kind == GEO_COLUMN_GEOGRAPHY);
+	so->plain_itup = index_form_tuple(desc, &value, &isnull);
+	stored = DatumGetPointer(index_getattr(so->plain_itup, 1, desc, &isnull));
+	if (so->kind == GEO_COLUMN_POINT)
+		so->plain_coords = stored;
+	else
+		so->plain_coords = VARDATA_ANY(stored) + VARSIZE_ANY_EXHDR(stored) - 2 * sizeof(double);
+	MemoryContextSwitchTo(oldcxt);
+}
+
+/*
+ * The value of the column in an entry's heap row, for the entries whose
+ * point code sends the reader there.  SnapshotAny: the value is the same
+ * for every version the entry covers, and the executor decides visibility
+ * on its own.  A row already pruned away is dead to every snapshot, so the
+ * NULL returned for it is never seen.
+ */
+static IndexTuple
+heap_value_itup(IndexScanDesc scan, const GeoLeafEntry *entry)
+{
+	GeoScanOpaque so = (GeoScanOpaque) scan->opaque;
+	ItemPointerData tid = entry->tid;
+	bool		call_again = false;
+	bool		all_dead = false;
+	Datum		value = (Datum) 0;
+	bool		isnull = true;
+	MemoryContext oldcxt = MemoryContextSwitchTo(so->itupcxt);
+
+	if (so->heap_fetch == NULL)
+	{
+		if (scan->heapRelation == NULL)
+			elog(ERROR, "archer_geo: index-only scan without its table");
+		so->heap_fetch = table_index_fetch_begin(scan->heapRelation);
+		so->heap_slot = table_slot_create(scan->heapRelation, NULL);
+	}
+	if (table_index_fetch_tuple(so->heap_fetch, &tid, SnapshotAny, so->heap_slot,
+								&call_again, &all_dead))
+		value = slot_getattr(so->heap_slot, so->heap_attno, &isnull);
+	if (so->heap_itup != NULL)
+		pfree(so->heap_itup);
+	so->heap_itup = index_form_tuple(RelationGetDescr(scan->indexRelation), &value, &isnull);
+	ExecClearTuple(so->heap_slot);
+	MemoryContextSwitchTo(oldcxt);
+	return so->heap_itup;
+}
+
+/* The index tuple an index-only scan returns for an entry; valid until the next call */
+static IndexTuple
+entry_itup(IndexScanDesc scan, const GeoLeafEntry *entry, GeoEntryPoint *point)
+{
+	GeoScanOpaque so = (GeoScanOpaque) scan->opaque;
+
+	decode_point(entry, point);
+	switch (point->kind)
+	{
+		case GEO_POINT_VALUE:
+			if (so->plain_itup == NULL)
+				prepare_plain_itup(scan);
+			memcpy(so->plain_coords, &point->lng, sizeof(double));
+			memcpy(so->plain_coords + sizeof(double), &point->lat, sizeof(double));
+			return so->plain_itup;
+		case GEO_POINT_NULL:
+			if (so->null_itup == NULL)
+			{
+				MemoryContext oldcxt = MemoryContextSwitchTo(so->itupcxt);
+				Datum		value = (Datum) 0;
+				bool		isnull = true;
+
+				so->null_itup = index_form_tuple(RelationGetDescr(scan->indexRelation),
+												 &value, &isnull);
+				MemoryContextSwitchTo(oldcxt);
+			}
+			return so->null_itup;
+		case GEO_POINT_IN_HEAP:
+			break;
+	}
+	return heap_value_itup(scan, entry);
+}
+
 /* ---- condition scans ---- */
 
 /*
@@ -432,10 +586,11 @@ next_condition_batch(IndexScanDesc scan)
 		nentries = read_range(scan, lo, hi, &so->next_blkno, &so->range_hikey);
 		for (int i = 0; i < nentries; i++)
 		{
+			GeoEntryPoint point = {POINT_UNDECODED};
 			bool		recheck;
 
-			if (entry_matches(so, so->cur_cell, entries[i].cellid, &recheck))
-				add_candidate(so, &entries[i].tid, recheck, 0);
+			if (entry_matches(so, so->cur_cell, &entries[i], &point, &recheck))
+				add_candidate(so, &entries[i], &point, recheck, 0);
 		}
 		if (so->next_blkno == InvalidBlockNumber)
 			so->cur_cell++;
@@ -498,6 +653,26 @@ leaf_distance_bound(GeoScanOpaque so, uint64 cellid)
 										   lng + lng_margin + 360.0));
 	return Max(0.0, hypot(dlng, interval_distance(so->center_lat, lat - lat_margin,
 												  lat + lat_margin)) * (1.0 - 1e-12));
+}
+
+/*
+ * The exact distance from the query point to an entry's value, by the
+ * <-> operator itself (index-only ordered scans).  A row pruned away has
+ * no value: its lower bound will do, nobody sees the row.
+ */
+static double
+exact_distance(IndexScanDesc scan, const GeoLeafEntry *entry, GeoEntryPoint *point)
+{
+	GeoScanOpaque so = (GeoScanOpaque) scan->opaque;
+	ScanKey		orderby = &scan->orderByData[0];
+	IndexTuple	itup = entry_itup(scan, entry, point);
+	bool		isnull;
+	Datum		value = index_getattr(itup, 1, RelationGetDescr(scan->indexRelation), &isnull);
+
+	if (isnull)
+		return leaf_distance_bound(so, entry->cellid);
+	return DatumGetFloat8(FunctionCall2Coll(&orderby->sk_func, orderby->sk_collation,
+											value, orderby->sk_argument));
 }
 
 /* The smallest distance an entry outside the cap of the given angle can have */
@@ -569,12 +744,15 @@ scan_range_for_ring(IndexScanDesc scan, uint64 lo, uint64 hi)
 		CHECK_FOR_INTERRUPTS();
 		for (int i = 0; i < nentries; i++)
 		{
+			GeoEntryPoint point = {POINT_UNDECODED};
 			bool		recheck = false;
 
-			if (so->nkeys > 0 && !entry_matches(so, -1, entries[i].cellid, &recheck))
+			if (so->nkeys > 0 && !entry_matches(so, -1, &entries[i], &point, &recheck))
 				continue;
-			add_candidate(so, &entries[i].tid, recheck,
-						  so->center_null ? 0 : leaf_distance_bound(so, entries[i].cellid));
+			add_candidate(so, &entries[i], &point, recheck,
+						  so->center_null ? 0 :
+						  so->exact_order ? exact_distance(scan, &entries[i], &point) :
+						  leaf_distance_bound(so, entries[i].cellid));
 		}
 	} while (blkno != InvalidBlockNumber);
 }
@@ -718,8 +896,12 @@ load_null_entries(IndexScanDesc scan)
 		int			nentries = read_range(scan, GEO_NULL_CELLID, GEO_NULL_CELLID, &blkno, &hikey);
 
 		for (int i = 0; i < nentries; i++)
+		{
+			GeoEntryPoint point = {POINT_UNDECODED};
+
 			if (entries[i].cellid == GEO_NULL_CELLID)
-				add_candidate(so, &entries[i].tid, false, 0);
+				add_candidate(so, &entries[i], &point, false, 0);
+		}
 	} while (blkno != InvalidBlockNumber);
 }
 
@@ -770,6 +952,8 @@ geo_rescan(IndexScanDesc scan, ScanKey keys, int nkeys, ScanKey orderbys, int no
 	so->emit_bound = -1;
 	so->nulls_done = false;
 	so->center_null = false;
+	/* the executor asks for index tuples before the first rescan */
+	so->exact_order = so->ordered && scan->xs_want_itup;
 
 	oldcxt = MemoryContextSwitchTo(so->scancxt);
 	so->keys = palloc0(sizeof(GeoKeyState) * Max(1, so->nkeys));
@@ -829,9 +1013,11 @@ prefetch_heap_rows(IndexScanDesc scan)
 	int			tuple_pos = so->cand_pos + GEO_PREFETCH_TUPLE_AHEAD;
 
 	if (page_pos < so->ncands)
-		so->cands[page_pos].heap_page = archer_prefetch_heap_tuple(scan, &so->cands[page_pos].tid);
+		so->cands[page_pos].heap_page =
+			archer_prefetch_heap_tuple(scan, &so->cands[page_pos].entry.tid);
 	if (tuple_pos < so->ncands)
-		archer_prefetch_heap_tuple_data(so->cands[tuple_pos].heap_page, &so->cands[tuple_pos].tid);
+		archer_prefetch_heap_tuple_data(so->cands[tuple_pos].heap_page,
+										&so->cands[tuple_pos].entry.tid);
 }
 
 bool
@@ -850,19 +1036,24 @@ geo_gettuple(IndexScanDesc scan, ScanDirection dir)
 			return false;
 		scan->xs_orderbyvals[0] = Float8GetDatum(cand.distance);
 		scan->xs_orderbynulls[0] = distance_null;
-		scan->xs_recheckorderby = !distance_null;
+		scan->xs_recheckorderby = !distance_null && !so->exact_order;
 	}
 	else
 	{
 		if (so->cand_pos >= so->ncands && !next_condition_batch(scan))
 			return false;
-		prefetch_heap_rows(scan);
+		/* an index-only scan reads few heap rows: all-visible pages it skips */
+		if (!scan->xs_want_itup)
+			prefetch_heap_rows(scan);
 		cand = so->cands[so->cand_pos++];
 	}
-	scan->xs_heaptid = cand.tid;
+	scan->xs_heaptid = cand.entry.tid;
 	scan->xs_recheck = cand.recheck;
 	if (scan->xs_want_itup)
-		archer_set_empty_itup(scan);
+	{
+		scan->xs_itup = entry_itup(scan, &cand.entry, &cand.point);
+		scan->xs_itupdesc = RelationGetDescr(scan->indexRelation);
+	}
 	return true;
 }
 
@@ -871,6 +1062,11 @@ geo_endscan(IndexScanDesc scan)
 {
 	GeoScanOpaque so = (GeoScanOpaque) scan->opaque;
 
+	if (so->heap_fetch != NULL)
+	{
+		table_index_fetch_end(so->heap_fetch);
+		ExecDropSingleTupleTableSlot(so->heap_slot);
+	}
 	MemoryContextDelete(so->scancxt);
 	pfree(so);
 }

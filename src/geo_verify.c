@@ -37,7 +37,7 @@ PG_FUNCTION_INFO_V1(archer_geo_verify);
 
 typedef struct LocatedKey
 {
-	GeoKey		key;
+	GeoLeafEntry entry;
 	BlockNumber blkno;
 } LocatedKey;
 
@@ -62,7 +62,7 @@ verify_fail(VerifyState *state, BlockNumber blkno, const char *detail)
 }
 
 static void
-remember_key(VerifyState *state, uint64 cellid, ItemPointer tid, BlockNumber blkno)
+remember_key(VerifyState *state, const GeoLeafEntry *entry, BlockNumber blkno)
 {
 	if (state->nkeys == state->maxkeys)
 	{
@@ -71,8 +71,7 @@ remember_key(VerifyState *state, uint64 cellid, ItemPointer tid, BlockNumber blk
 			repalloc_huge(state->keys, sizeof(LocatedKey) * state->maxkeys) :
 			palloc_extended(sizeof(LocatedKey) * state->maxkeys, MCXT_ALLOC_HUGE);
 	}
-	state->keys[state->nkeys].key.cellid = cellid;
-	state->keys[state->nkeys].key.tid = *tid;
+	state->keys[state->nkeys].entry = *entry;
 	state->keys[state->nkeys].blkno = blkno;
 	state->nkeys++;
 }
@@ -80,8 +79,8 @@ remember_key(VerifyState *state, uint64 cellid, ItemPointer tid, BlockNumber blk
 static int
 located_key_cmp(const void *a, const void *b)
 {
-	const GeoKey *x = &((const LocatedKey *) a)->key;
-	const GeoKey *y = &((const LocatedKey *) b)->key;
+	const GeoLeafEntry *x = &((const LocatedKey *) a)->entry;
+	const GeoLeafEntry *y = &((const LocatedKey *) b)->entry;
 
 	return geo_key_cmp(x->cellid, (ItemPointer) &x->tid, y->cellid, (ItemPointer) &y->tid);
 }
@@ -163,7 +162,7 @@ verify_level(VerifyState *state, BlockNumber blkno, uint16 level)
 					verify_fail(state, blkno, "A leaf entry holds an invalid cell id.");
 				if (!ItemPointerIsValid(&key.tid))
 					verify_fail(state, blkno, "A leaf entry holds an invalid heap pointer.");
-				remember_key(state, key.cellid, &key.tid, blkno);
+				remember_key(state, (GeoLeafEntry *) entry, blkno);
 			}
 			else
 			{
@@ -189,7 +188,8 @@ verify_level(VerifyState *state, BlockNumber blkno, uint16 level)
 	return first_child;
 }
 
-static int
+/* The remembered entry with this key, or NULL */
+static const LocatedKey *
 key_search(VerifyState *state, uint64 cellid, ItemPointer tid)
 {
 	int64		lo = 0;
@@ -198,17 +198,17 @@ key_search(VerifyState *state, uint64 cellid, ItemPointer tid)
 	while (lo <= hi)
 	{
 		int64		mid = (lo + hi) / 2;
-		int			cmp = geo_key_cmp(state->keys[mid].key.cellid, &state->keys[mid].key.tid,
+		int			cmp = geo_key_cmp(state->keys[mid].entry.cellid, &state->keys[mid].entry.tid,
 									  cellid, tid);
 
 		if (cmp == 0)
-			return 1;
+			return &state->keys[mid];
 		if (cmp < 0)
 			lo = mid + 1;
 		else
 			hi = mid - 1;
 	}
-	return 0;
+	return NULL;
 }
 
 /*
@@ -235,7 +235,7 @@ remember_buffer_page(Relation index, Page page, BlockNumber blkno, void *arg)
 								 entries[i].cellid, &entries[i].tid) == 0)
 			verify_fail(state, blkno, "An insert buffer page holds the same key twice.");
 		if (!key_search(state, entries[i].cellid, &entries[i].tid))
-			remember_key(state, entries[i].cellid, &entries[i].tid, blkno);
+			remember_key(state, &entries[i], blkno);
 	}
 	pfree(entries);
 	state->nbuffered += nentries;
@@ -246,15 +246,27 @@ verify_heap_callback(Relation index, ItemPointer tid, Datum *values, bool *isnul
 					 bool tupleIsAlive, void *arg)
 {
 	VerifyState *state = (VerifyState *) arg;
-	uint64		cellid = geo_value_cellid(state->kind, values[0], isnull[0]);
+	GeoLeafEntry expected;
+	const LocatedKey *found;
 
+	geo_make_leaf_entry(state->kind, values[0], isnull[0], tid, &expected);
 	state->nheap++;
-	if (!key_search(state, cellid, tid))
+	found = key_search(state, expected.cellid, tid);
+	if (found == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_INDEX_CORRUPTED),
 				 errmsg("index \"%s\" has no entry for the row at (%u,%u)",
 						RelationGetRelationName(index),
 						ItemPointerGetBlockNumber(tid), ItemPointerGetOffsetNumber(tid)),
+				 errhint("Please REINDEX it.")));
+	/* index-only scans return what the code says: it must be the row's value */
+	if (memcmp(found->entry.point, expected.point, GEO_POINT_CODE_SIZE) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INDEX_CORRUPTED),
+				 errmsg("index \"%s\" holds a wrong point for the row at (%u,%u)",
+						RelationGetRelationName(index),
+						ItemPointerGetBlockNumber(tid), ItemPointerGetOffsetNumber(tid)),
+				 errdetail("The entry is in block %u.", found->blkno),
 				 errhint("Please REINDEX it.")));
 }
 

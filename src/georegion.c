@@ -2009,3 +2009,19 @@ georegion_relate_leaf(GeoRegion *r, int cover_index, S2CellId leaf)
 	}
 	return GEO_PARTIAL;			/* keep compiler quiet */
 }
+
+GeoRelation
+georegion_relate_planar_point(GeoRegion *r, int cover_index, double lng, double lat)
+{
+	GrNode	   *start;
+
+	Assert(r->kind == GR_PLANAR && cover_index >= 0 && cover_index < r->ncover);
+	start = r->cover_nodes[cover_index];
+	return planar_relation(r, &start, lat, lat, lng, lng, GR_ANGLE_SLACK);
+}
+
+bool
+georegion_is_planar(const GeoRegion *r)
+{
+	return r->kind == GR_PLANAR;
+}

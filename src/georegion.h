@@ -85,6 +85,15 @@ extern GeoRelation georegion_relate_leaf(GeoRegion *region, int cover_index,
 										 S2CellId leaf);
 
 /*
+ * The same decision for a planar region from the entry's exact point (lng,
+ * lat), with rounding slack as the only margin: fewer entries near edges
+ * need the exact predicate than from their leaf cells
+ */
+extern GeoRelation georegion_relate_planar_point(GeoRegion *region, int cover_index,
+												 double lng, double lat);
+extern bool georegion_is_planar(const GeoRegion *region);
+
+/*
  * Exact point-in-polygon (boundary counts as inside): the predicate for
  * geodesic polygons on built-in points; also answers for planar regions.
  */

@@ -655,6 +655,70 @@ s2_cellid_to_point(S2CellId id)
 	return s2_point_normalize(face_uv_to_xyz(face, u, v));
 }
 
+/*
+ * atan(z) for |z| <= tan(pi/8) by its Taylor series up to z^17: relative
+ * error below 1e-8 there
+ */
+static double
+atan_reduced(double z)
+{
+	double		z2 = z * z;
+	double		p = 1.0 / 17;
+
+	p = p * z2 - 1.0 / 15;
+	p = p * z2 + 1.0 / 13;
+	p = p * z2 - 1.0 / 11;
+	p = p * z2 + 1.0 / 9;
+	p = p * z2 - 1.0 / 7;
+	p = p * z2 + 1.0 / 5;
+	p = p * z2 - 1.0 / 3;
+	p = p * z2 + 1.0;
+	return z * p;
+}
+
+/* atan2(y, x) in degrees from basic arithmetic (libm's may differ by machine) */
+static double
+atan2_deg_portable(double y, double x)
+{
+	double		ax = fabs(x);
+	double		ay = fabs(y);
+	double		big = ax > ay ? ax : ay;
+	double		ratio;
+	double		angle;
+
+	if (big == 0)
+		return 0;
+	ratio = (ax > ay ? ay : ax) / big;
+	if (ratio > 0.41421356237309503)	/* tan(pi/8) */
+		angle = M_PI_4 + atan_reduced((ratio - 1) / (ratio + 1));
+	else
+		angle = atan_reduced(ratio);
+	if (ay > ax)
+		angle = M_PI_2 - angle;
+	if (x < 0)
+		angle = M_PI - angle;
+	if (y < 0)
+		angle = -angle;
+	return angle * RAD_TO_DEG;
+}
+
+void
+s2_cellid_approx_latlng(S2CellId leaf, double *lat_deg, double *lng_deg)
+{
+	int			i;
+	int			j;
+	int			face;
+	S2Point		p;
+
+	init_lookup();
+	face = to_face_ij(leaf, &i, &j);
+	p = face_uv_to_xyz(face,
+					   st_to_uv((1.0 / (double) S2_MAX_SITI) * (double) (2 * (int64_t) i + 1)),
+					   st_to_uv((1.0 / (double) S2_MAX_SITI) * (double) (2 * (int64_t) j + 1)));
+	*lat_deg = atan2_deg_portable(p.z, sqrt(p.x * p.x + p.y * p.y));
+	*lng_deg = atan2_deg_portable(p.y, p.x);
+}
+
 
 /* ------------------------------------------------------------------------
  * Cell geometry

@@ -46,7 +46,7 @@
 
 #define ARCHER_META_BLKNO		0
 #define ARCHER_MAGIC			0xA4C3E401
-#define ARCHER_PAGE_VERSION		2
+#define ARCHER_PAGE_VERSION		3
 
 /* page ids, one per access method, in the last two bytes of every page */
 #define ARCHER_GEO_PAGE_ID		0xA7E0

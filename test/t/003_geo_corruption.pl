@@ -18,8 +18,9 @@
 #     sequential scan.
 #
 # Page layout (src/storage.h): header 24 bytes (pd_lower at 12, pd_upper at
-# 14, pd_special at 16), entries from byte 24 (leaf: 16 bytes each, cell id
-# then heap tid; internal: 24 bytes, with the child block at 16), special
+# 14, pd_special at 16), entries from byte 24 (leaf: 24 bytes each, cell id,
+# heap tid, then the point code at 14; internal: 24 bytes, with the child
+# block at 16), special
 # space in the last 32 bytes: high key (8160), level (8174), right link
 # (8176), sorted prefix length (8180), flags (8188), version (8189), page
 # id (8190).  Meta page: magic at
@@ -69,14 +70,18 @@ my @cases = (
 	# two keys swapped
 	[ keys_swapped => 'leaf', sub {
 		my $p = shift;
-		my ($a, $b) = (substr($p, 24 + 16 * 10, 16), substr($p, 24 + 16 * 11, 16));
-		substr($p, 24 + 16 * 10, 16) = $b;
-		substr($p, 24 + 16 * 11, 16) = $a;
+		my ($a, $b) = (substr($p, 24 + 24 * 10, 24), substr($p, 24 + 24 * 11, 24));
+		substr($p, 24 + 24 * 10, 24) = $b;
+		substr($p, 24 + 24 * 11, 24) = $a;
 		$p }, 'block', 'any' ],
 	# the last entry of the leaf lost: only the heap cross-check sees it
-	[ entry_lost => 'leaf', sub { set_u16($_[0], 12, u16($_[0], 12) - 16) }, 'block', 'any' ],
+	[ entry_lost => 'leaf', sub { set_u16($_[0], 12, u16($_[0], 12) - 24) }, 'block', 'any' ],
 	# an invalid cell id (0) in the middle of the leaf
-	[ cellid_zero => 'leaf', sub { substr($_[0], 24 + 16 * 100, 8) = "\0" x 8; $_[0] }, 'block', 'any' ],
+	[ cellid_zero => 'leaf', sub { substr($_[0], 24 + 24 * 100, 8) = "\0" x 8; $_[0] }, 'block', 'any' ],
+	# a changed point code: index-only scans would return another point,
+	# only the heap cross-check sees it
+	[ point_code => 'leaf', sub { substr($_[0], 24 + 24 * 100 + 14, 1) = chr(ord(substr($_[0], 24 + 24 * 100 + 14, 1)) ^ 1); $_[0] },
+	  'wrong_point', 'any' ],
 	# the leaf's level says 1
 	[ level => 'leaf', sub { set_u16($_[0], 8174, 1) }, 'block', 'block' ],
 	# the right link points to the page itself: a cycle.  Only a scan that
@@ -85,19 +90,19 @@ my @cases = (
 	[ rightlink_cycle => 'leaf', sub { set_u32($_[0], 8176, $LEAF) }, 'block',
 	  { radius => 'any', whole => 'corrupt' } ],
 	[ root_page_id => 'root', sub { set_u16($_[0], 8190, 0x1234) }, 'block', 'block' ],
-	# the root's downlink to leaf $LEAF points past the end of the index (13
+	# the root's downlink to leaf $LEAF points past the end of the index (19
 	# blocks): scans that follow it leave that to the buffer manager's read
 	# error (src/storage.c), archer_geo_verify checks it.  The whole sphere
 	# may never follow it (after its first range, each next one starts on
 	# the leaf where the last ended): it fails or answers exactly.
-	[ root_downlink_near => 'root', sub { set_u32($_[0], 24 + 24 * 1 + 16, 20) }, 'block',
+	[ root_downlink_near => 'root', sub { set_u32($_[0], 24 + 24 * 1 + 16, 40) }, 'block',
 	  { radius => 'bufmgr', knn => 'bufmgr', whole => 'exact' } ],
 	[ root_downlink_far => 'root', sub { set_u32($_[0], 24 + 24 * 1 + 16, 999999) }, 'block',
 	  { radius => 'bufmgr', knn => 'bufmgr', whole => 'exact' } ],
 	[ meta_magic => 'meta', sub { set_u32($_[0], 24, 0xdeadbeef) }, 'block', 'block' ],
 );
 
-# one table per case, 5000 points: 11 leaves (blocks 1-11) under a root
+# one table per case, 5000 points: 17 leaves (blocks 1-17) under a root
 my %info;
 for my $i (0 .. $#cases)
 {
@@ -134,7 +139,7 @@ for my $case (@cases)
 	is(u16($leaf, 8190), 0xA7E0, "$name: block $LEAF has the archer_geo page id");
 	is(u16($leaf, 8174), 0, "$name: block $LEAF is a leaf");
 	# heap tid of the leaf's 100th entry: block (hi, lo 16 bits), offset
-	my ($bhi, $blo, $off) = unpack('vvv', substr($leaf, 24 + 16 * 100 + 8, 6));
+	my ($bhi, $blo, $off) = unpack('vvv', substr($leaf, 24 + 24 * 100 + 8, 6));
 	$c->{tid} = '(' . ($bhi * 65536 + $blo) . ",$off)";
 	$c->{block} = $where eq 'leaf' ? $LEAF : $where eq 'root' ? $root : 0;
 	write_block($c->{path}, $c->{block}, $edit->(read_block($c->{path}, $c->{block})));
@@ -173,6 +178,11 @@ sub check_error
 	{
 		like($err, qr/ERROR:  XX002: index "$idx" contains a corrupted page at block \d+/,
 			"$label: corrupted page error names the index");
+	}
+	elsif ($expect eq 'wrong_point')
+	{
+		like($err, qr/ERROR:  XX002: index "$idx" holds a wrong point for the row at \(\d+,\d+\)/,
+			"$label: wrong point error names the index");
 	}
 	elsif ($expect eq 'missing')
 	{
@@ -220,7 +230,7 @@ for my $case (@cases)
 	for my $scan (sort keys %scans)
 	{
 		like($node->safe_psql('postgres', "$INDEX_ONLY EXPLAIN (COSTS OFF) $scans{$scan}"),
-			qr/Index Scan using $index/, "$name: $scan scan uses the index");
+			qr/Index (Only )?Scan using $index/, "$name: $scan scan uses the index");
 		# (no expectation: not run; a kNN scan over the right-link cycle
 		# would gather candidates with no bound, see the report)
 		my $expect = ref $scan_expect ? $scan_expect->{$scan} : $scan_expect;
@@ -271,8 +281,8 @@ my $buffered_path = $node->data_dir . '/'
 $node->stop;
 my $buffer_head = u32(read_block($buffered_path, 0), 40);
 my $buffer_page = read_block($buffered_path, $buffer_head);
-is((u16($buffer_page, 12) - 24) / 16, 100, "buffer page: block $buffer_head holds the 100 entries");
-substr($buffer_page, 24 + 16 * 50, 16) = substr($buffer_page, 24 + 16 * 7, 16);
+is((u16($buffer_page, 12) - 24) / 24, 100, "buffer page: block $buffer_head holds the 100 entries");
+substr($buffer_page, 24 + 24 * 50, 24) = substr($buffer_page, 24 + 24 * 7, 24);
 write_block($buffered_path, $buffer_head, $buffer_page);
 $node->start;
 my ($bret, undef, $berr) = run_sql("SELECT archer_geo_verify('c_buffered_idx')");
