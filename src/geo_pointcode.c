@@ -8,7 +8,7 @@
  * leaves open is the last 20 to 30 bits of each coordinate.  An entry keeps,
  * for the latitude and for the longitude, a 40-bit signed field: the
  * distance, counted in representable doubles, from a reference the cell id
- * alone gives (s2_cellid_approx_latlng: its centre, to about 1e-8).  Doubles
+ * alone gives (s2_cellid_approx_latlng: its centre, to about 1e-6).  Doubles
  * are counted through the integer order of their bits, so the arithmetic is
  * exact and decoding returns the very bits that were encoded.
  *

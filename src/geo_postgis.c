@@ -25,6 +25,7 @@
 #include "catalog/pg_extension.h"
 #include "catalog/pg_type.h"
 #include "commands/extension.h"
+#include "common/hashfn.h"
 #include "nodes/makefuncs.h"
 #include "parser/parse_func.h"
 #include "parser/parse_type.h"
@@ -194,6 +195,71 @@ geo_postgis_point(Datum value, bool geography, double *lat, double *lng)
 }
 
 /*
+ * ST_IsValid of a country's border takes milliseconds (GEOS nodes all its
+ * rings: 2.5 ms for Brazil, 13 for Russia), as long as counting its points
+ * through the index.  Each backend remembers the last few regions it found
+ * valid, by their bytes, so a query run again over the same region checks
+ * it once.
+ */
+#define VALID_REGIONS			8
+#define VALID_REGION_MAX_BYTES	(8 * 1024 * 1024)
+
+typedef struct ValidRegion
+{
+	uint32		hash;
+	Size		size;
+	char	   *bytes;			/* in TopMemoryContext; NULL: slot free */
+} ValidRegion;
+
+static ValidRegion valid_regions[VALID_REGIONS];
+static int	valid_regions_next;
+
+static bool
+region_known_valid(const char *bytes, Size size, uint32 hash)
+{
+	for (int i = 0; i < VALID_REGIONS; i++)
+		if (valid_regions[i].bytes != NULL && valid_regions[i].hash == hash &&
+			valid_regions[i].size == size && memcmp(valid_regions[i].bytes, bytes, size) == 0)
+			return true;
+	return false;
+}
+
+static void
+remember_valid_region(const char *bytes, Size size, uint32 hash)
+{
+	ValidRegion *slot = &valid_regions[valid_regions_next];
+
+	if (size > VALID_REGION_MAX_BYTES)
+		return;
+	if (slot->bytes != NULL)
+		pfree(slot->bytes);
+	slot->bytes = MemoryContextAlloc(TopMemoryContext, size);
+	memcpy(slot->bytes, bytes, size);
+	slot->size = size;
+	slot->hash = hash;
+	valid_regions_next = (valid_regions_next + 1) % VALID_REGIONS;
+}
+
+/* An error unless ST_IsValid(geometry); region is the query's value, as given */
+static void
+check_region_valid(const PostgisCatalog *cat, Datum region, Datum geometry)
+{
+	struct varlena *raw = pg_detoast_datum_packed((struct varlena *) DatumGetPointer(region));
+	const char *bytes = VARDATA_ANY(raw);
+	Size		size = VARSIZE_ANY_EXHDR(raw);
+	uint32		hash = hash_bytes((const unsigned char *) bytes, (int) size);
+
+	if (region_known_valid(bytes, size, hash))
+		return;
+	if (!DatumGetBool(OidFunctionCall1(cat->isvalid, geometry)))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("query region is not a valid polygon"),
+				 errhint("Repair it with ST_MakeValid(region).")));
+	remember_valid_region(bytes, size, hash);
+}
+
+/*
  * Decode a (multi)polygon into a region.  Invalid polygons are refused:
  * what ST_Intersects answers for them depends on PostGIS internals that a
  * covering cannot reproduce.
@@ -214,11 +280,7 @@ geo_postgis_polygon_region(Datum polygon, bool geography)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("query region must have SRID 4326, not %d", srid),
 				 errhint("Use ST_Transform(region, 4326).")));
-	if (!DatumGetBool(OidFunctionCall1(cat->isvalid, geometry)))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("query region is not a valid polygon"),
-				 errhint("Repair it with ST_MakeValid(region).")));
+	check_region_valid(cat, polygon, geometry);
 
 	wkb = DatumGetByteaPP(OidFunctionCall1(geography ? cat->asbinary_geography :
 										   cat->asbinary_geometry, polygon));

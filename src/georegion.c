@@ -313,6 +313,8 @@ struct GeoRegion
 	 */
 	int			ncover;
 	GrNode	  **cover_nodes;
+	/* planar: the node where the last point decision ended (see relate_planar_point) */
+	GrNode	   *point_hint;
 };
 
 /* A covering candidate */
@@ -2010,14 +2012,38 @@ georegion_relate_leaf(GeoRegion *r, int cover_index, S2CellId leaf)
 	return GEO_PARTIAL;			/* keep compiler quiet */
 }
 
+/*
+ * Entries come in cell id order, so the next point is most often in the
+ * quadtree node where the last one's decision ended: start there when it
+ * holds the point, else from the covering cell's node.
+ */
 GeoRelation
 georegion_relate_planar_point(GeoRegion *r, int cover_index, double lng, double lat)
 {
-	GrNode	   *start;
+	GrPlane    *pl = &r->planes[0];
+	GrNode	   *start = r->point_hint;
+	GrRect		q;
+	int			relation;
 
 	Assert(r->kind == GR_PLANAR && cover_index >= 0 && cover_index < r->ncover);
-	start = r->cover_nodes[cover_index];
-	return planar_relation(r, &start, lat, lat, lng, lng, GR_ANGLE_SLACK);
+	/*
+	 * The point's own coordinates are what ST_Intersects reads: unlike a
+	 * leaf cell's (see planar_pieces), they need no margin but rounding
+	 * slack, and lng 180 is not lng -180 to planar edges.
+	 */
+	q.x0 = Max(lng - GR_DEG_SLACK, -180.0);
+	q.x1 = Min(lng + GR_DEG_SLACK, 180.0);
+	q.y0 = Max(lat - GR_DEG_SLACK, -90.0);
+	q.y1 = Min(lat + GR_DEG_SLACK, 90.0);
+	if (start == NULL || !rect_within(&q, &start->rect))
+		start = r->cover_nodes[cover_index];
+	if (!rect_within(&q, &start->rect))
+		start = pl->root;
+	relation = planar_classify(r, pl, start, &q, &start);
+	r->point_hint = start;
+	/* the root box holds every point, so the relation is never NONE */
+	Assert(relation != GR_REL_NONE);
+	return (GeoRelation) relation;
 }
 
 bool

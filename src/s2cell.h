@@ -67,7 +67,7 @@ extern bool s2_cellid_contains(S2CellId cell, S2CellId other);
 /* center of the cell, unit length */
 extern S2Point s2_cellid_to_point(S2CellId id);
 /*
- * Latitude and longitude (degrees) of a leaf cell's centre to about 1e-8
+ * Latitude and longitude (degrees) of a leaf cell's centre to about 1e-6
  * relative, by basic arithmetic only: the same bits on every machine
  */
 extern void s2_cellid_approx_latlng(S2CellId leaf, double *lat_deg, double *lng_deg);
