@@ -926,6 +926,22 @@ next_ordered(IndexScanDesc scan, GeoCandidate *result, bool *distance_null)
 	}
 }
 
+/*
+ * Cells in a polygon's covering: archer.geo_polygon_max_cells, or fewer for
+ * a polygon of few vertices.  Each cell costs its evaluation and a descent,
+ * each entry in a partial cell a point test; the test is cheap against few
+ * edges, so a simple polygon is best served by a coarse covering
+ * (Singapore's 4 vertices over 2M points: 0.31 ms with 128 cells, 0.22 with
+ * 16; Luxembourg's 45: 0.49 and 0.41 with 64).
+ */
+static int
+polygon_covering_cells(const GeoRegion *region)
+{
+	int			cells = (int) (8.0 * sqrt((double) georegion_nvertices(region)));
+
+	return Min(archer_geo_polygon_max_cells, Max(cells, 16));
+}
+
 /* ---- the access method interface ---- */
 
 void
@@ -979,7 +995,7 @@ geo_rescan(IndexScanDesc scan, ScanKey keys, int nkeys, ScanKey orderbys, int no
 		else if (key->sk_strategy == GEO_STRATEGY_REGION)
 		{
 			state->region = geo_polygon_region(so->kind, key->sk_argument);
-			max_cells = archer_geo_polygon_max_cells;
+			max_cells = polygon_covering_cells(state->region);
 		}
 		else
 			elog(ERROR, "archer_geo: unexpected strategy %d", key->sk_strategy);

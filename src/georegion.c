@@ -288,6 +288,7 @@ struct GeoRegion
 
 	/* polygons */
 	int			npolygons;
+	int			nvertices;		/* ring vertices, closing ones included */
 	bool		indexed;		/* planes built */
 	GrPlane		planes[S2_NUM_FACES];	/* planar: planes[0] only */
 
@@ -1777,6 +1778,7 @@ georegion_polygons(int npolygons, const GeoPolygon *polygons, bool planar)
 
 	r = region_new(planar ? GR_PLANAR : GR_GEODESIC);
 	r->npolygons = npolygons;
+	r->nvertices = (int) nverts;
 	r->odd = region_alloc(r, npolygons * sizeof(uint8));
 	memset(r->odd, 0, npolygons * sizeof(uint8));
 	r->seen = region_alloc(r, npolygons * sizeof(bool));
@@ -2050,4 +2052,10 @@ bool
 georegion_is_planar(const GeoRegion *r)
 {
 	return r->kind == GR_PLANAR;
+}
+
+int
+georegion_nvertices(const GeoRegion *r)
+{
+	return r->nvertices;
 }

@@ -92,6 +92,8 @@ extern GeoRelation georegion_relate_leaf(GeoRegion *region, int cover_index,
 extern GeoRelation georegion_relate_planar_point(GeoRegion *region, int cover_index,
 												 double lng, double lat);
 extern bool georegion_is_planar(const GeoRegion *region);
+/* vertices of a polygon region's rings (closing vertices included); 0 for a cap */
+extern int	georegion_nvertices(const GeoRegion *region);
 
 /*
  * Exact point-in-polygon (boundary counts as inside): the predicate for

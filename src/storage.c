@@ -291,10 +291,11 @@ archer_log_all_pages(Relation index)
 }
 
 /*
- * Index-only scans.  The planner offers one when a query needs no column
- * of the table at all (SELECT count(*) FROM t): no condition, hence no
- * recheck, and no value needed.  archer indexes store no column values, so
- * they hand back a tuple with a NULL column.
+ * Index-only scans of an index that cannot return its columns.  The
+ * planner still offers one when a query needs no column of the table at
+ * all (SELECT count(*) FROM t): no condition, hence no recheck, and no
+ * value needed, so a tuple with NULL columns will do.  (archer_geo returns
+ * its column, see geo_scan.c.)
  */
 void
 archer_set_empty_itup(IndexScanDesc scan)
