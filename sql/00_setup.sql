@@ -5,39 +5,68 @@ CREATE EXTENSION IF NOT EXISTS archer;
 CREATE EXTENSION IF NOT EXISTS archer_postgis CASCADE;
 RESET client_min_messages;
 
--- Runs q (a query returning a column id) once through indexes only and once
--- by sequential scan (or q_exact by sequential scan, e.g. the PostGIS
--- formulation); reports the row count, the rows that differ, and whether
--- the plan used an archer index.
+-- Whether the plan of q, under the current settings, has a line matching pattern
+CREATE FUNCTION plan_matches(q text, pattern text) RETURNS boolean
+LANGUAGE plpgsql AS $$
+DECLARE
+    line text;
+BEGIN
+    FOR line IN EXECUTE 'EXPLAIN (COSTS OFF) ' || q LOOP
+        IF line ~ pattern THEN
+            RETURN true;
+        END IF;
+    END LOOP;
+    RETURN false;
+END $$;
+
+-- Runs q once through indexes only and once by sequential scan (or q_exact
+-- by sequential scan, e.g. the PostGIS formulation); returns the plan of
+-- the first run and both answers: column col of q as sorted texts.
+CREATE FUNCTION answers_by_index_and_seq(q text, col text, q_exact text,
+                                         OUT index_plan text, OUT by_index text[], OUT by_seq text[])
+LANGUAGE plpgsql AS $$
+DECLARE
+    answer text := 'SELECT coalesce(array_agg(%1$s::text ORDER BY %1$s::text), ''{}'') FROM (%2$s) s';
+    line text;
+BEGIN
+    PERFORM set_config('enable_seqscan', 'off', true);
+    PERFORM set_config('enable_bitmapscan', 'off', true);
+    index_plan := '';
+    FOR line IN EXECUTE 'EXPLAIN (COSTS OFF) ' || q LOOP
+        index_plan := index_plan || line || E'\n';
+    END LOOP;
+    EXECUTE format(answer, col, q) INTO by_index;
+    PERFORM set_config('enable_seqscan', 'on', true);
+    PERFORM set_config('enable_indexscan', 'off', true);
+    PERFORM set_config('enable_indexonlyscan', 'off', true);
+    EXECUTE format(answer, col, coalesce(q_exact, q)) INTO by_seq;
+    PERFORM set_config('enable_indexscan', 'on', true);
+    PERFORM set_config('enable_indexonlyscan', 'on', true);
+    PERFORM set_config('enable_bitmapscan', 'on', true);
+END $$;
+
+-- How many elements of either array the other lacks (multisets)
+CREATE FUNCTION multiset_mismatches(a text[], b text[]) RETURNS bigint
+LANGUAGE sql AS $$
+    SELECT count(*) FROM (
+        (SELECT unnest(a) EXCEPT ALL SELECT unnest(b))
+        UNION ALL
+        (SELECT unnest(b) EXCEPT ALL SELECT unnest(a))) d
+$$;
+
+-- Runs q (a query returning a column id) through indexes and by sequential
+-- scan; reports the row count, the rows that differ, and whether the plan
+-- used an archer index.
 CREATE FUNCTION index_vs_seq(q text, OUT n_rows bigint, OUT mismatches bigint,
                              OUT used_index boolean, q_exact text DEFAULT NULL)
 LANGUAGE plpgsql AS $$
 DECLARE
-    plan text;
-    by_index bigint[];
-    by_seq bigint[];
+    answers record;
 BEGIN
-    PERFORM set_config('enable_seqscan', 'off', true);
-    used_index := false;
-    FOR plan IN EXECUTE 'EXPLAIN (COSTS OFF) ' || q LOOP
-        IF plan ~ 'Index (Only )?Scan using' THEN
-            used_index := true;
-        END IF;
-    END LOOP;
-    EXECUTE 'SELECT coalesce(array_agg(id ORDER BY id), ''{}'') FROM (' || q || ') s' INTO by_index;
-    PERFORM set_config('enable_seqscan', 'on', true);
-    PERFORM set_config('enable_indexscan', 'off', true);
-    PERFORM set_config('enable_indexonlyscan', 'off', true);
-    PERFORM set_config('enable_bitmapscan', 'off', true);
-    EXECUTE 'SELECT coalesce(array_agg(id ORDER BY id), ''{}'') FROM (' || coalesce(q_exact, q) || ') s' INTO by_seq;
-    PERFORM set_config('enable_indexscan', 'on', true);
-    PERFORM set_config('enable_indexonlyscan', 'on', true);
-    PERFORM set_config('enable_bitmapscan', 'on', true);
-    n_rows := cardinality(by_seq);
-    SELECT count(*) INTO mismatches FROM (
-        (SELECT unnest(by_index) EXCEPT ALL SELECT unnest(by_seq))
-        UNION ALL
-        (SELECT unnest(by_seq) EXCEPT ALL SELECT unnest(by_index))) d;
+    answers := answers_by_index_and_seq(q, 'id', q_exact);
+    used_index := answers.index_plan ~ 'Index (Only )?Scan using';
+    n_rows := cardinality(answers.by_seq);
+    mismatches := multiset_mismatches(answers.by_index, answers.by_seq);
 END $$;
 
 -- Same for ordered queries: q returns a column dist in query order; the
@@ -48,28 +77,17 @@ CREATE FUNCTION knn_vs_seq(q text, OUT n_rows bigint, OUT same_order boolean,
                            OUT used_index boolean)
 LANGUAGE plpgsql AS $$
 DECLARE
-    plan text;
     wrapped text := 'SELECT coalesce(array_agg(dist ORDER BY ord), ''{}'') FROM (SELECT dist, row_number() OVER () AS ord FROM (' || q || ') s) t';
     by_index float8[];
     by_plain_index float8[];
     by_seq float8[];
-    plain_used boolean := false;
 BEGIN
     PERFORM set_config('enable_seqscan', 'off', true);
     PERFORM set_config('enable_bitmapscan', 'off', true);
-    used_index := false;
-    FOR plan IN EXECUTE 'EXPLAIN (COSTS OFF) ' || q LOOP
-        IF plan ~ 'Index (Only )?Scan using' THEN
-            used_index := true;
-        END IF;
-    END LOOP;
+    used_index := plan_matches(q, 'Index (Only )?Scan using');
     EXECUTE wrapped INTO by_index;
     PERFORM set_config('enable_indexonlyscan', 'off', true);
-    FOR plan IN EXECUTE 'EXPLAIN (COSTS OFF) ' || q LOOP
-        IF plan ~ 'Index Scan using' THEN
-            plain_used := true;
-        END IF;
-    END LOOP;
+    used_index := used_index AND plan_matches(q, 'Index Scan using');
     EXECUTE wrapped INTO by_plain_index;
     PERFORM set_config('enable_seqscan', 'on', true);
     PERFORM set_config('enable_indexscan', 'off', true);
@@ -78,7 +96,6 @@ BEGIN
     PERFORM set_config('enable_indexonlyscan', 'on', true);
     PERFORM set_config('enable_bitmapscan', 'on', true);
     n_rows := cardinality(by_seq);
-    used_index := used_index AND plain_used;
     same_order := by_index IS NOT DISTINCT FROM by_seq AND by_plain_index IS NOT DISTINCT FROM by_seq;
 END $$;
 

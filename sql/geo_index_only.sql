@@ -6,36 +6,17 @@
 -- empty points, NULLs.
 SET extra_float_digits = 3;
 
--- the same multiset of texts by index-only scan as by sequential scan
+-- the same values by index-only scan as by sequential scan (q returns one column v)
 CREATE FUNCTION ios_vs_seq(q text, OUT n_rows bigint, OUT mismatches bigint,
                            OUT index_only boolean)
 LANGUAGE plpgsql AS $$
 DECLARE
-    plan text;
-    by_index text[];
-    by_seq text[];
+    answers record;
 BEGIN
-    PERFORM set_config('enable_seqscan', 'off', true);
-    PERFORM set_config('enable_bitmapscan', 'off', true);
-    index_only := false;
-    FOR plan IN EXECUTE 'EXPLAIN (COSTS OFF) ' || q LOOP
-        IF plan ~ 'Index Only Scan using' THEN
-            index_only := true;
-        END IF;
-    END LOOP;
-    EXECUTE 'SELECT coalesce(array_agg(v::text ORDER BY v::text), ''{}'') FROM (' || q || ') s(v)' INTO by_index;
-    PERFORM set_config('enable_seqscan', 'on', true);
-    PERFORM set_config('enable_indexscan', 'off', true);
-    PERFORM set_config('enable_indexonlyscan', 'off', true);
-    EXECUTE 'SELECT coalesce(array_agg(v::text ORDER BY v::text), ''{}'') FROM (' || q || ') s(v)' INTO by_seq;
-    PERFORM set_config('enable_indexscan', 'on', true);
-    PERFORM set_config('enable_indexonlyscan', 'on', true);
-    PERFORM set_config('enable_bitmapscan', 'on', true);
-    n_rows := cardinality(by_seq);
-    SELECT count(*) INTO mismatches FROM (
-        (SELECT unnest(by_index) EXCEPT ALL SELECT unnest(by_seq))
-        UNION ALL
-        (SELECT unnest(by_seq) EXCEPT ALL SELECT unnest(by_index))) d;
+    answers := answers_by_index_and_seq('SELECT * FROM (' || q || ') q(v)', 'v', NULL);
+    index_only := answers.index_plan ~ 'Index Only Scan using';
+    n_rows := cardinality(answers.by_seq);
+    mismatches := multiset_mismatches(answers.by_index, answers.by_seq);
 END $$;
 
 -- points: random ones, and the hard ones for the code
