@@ -149,6 +149,7 @@
  */
 #include "postgres.h"
 
+#include <float.h>
 #include <math.h>
 
 #include "miscadmin.h"
@@ -289,6 +290,7 @@ struct GeoRegion
 	/* polygons */
 	int			npolygons;
 	int			nvertices;		/* ring vertices, closing ones included */
+	GrRect		bbox;			/* planar: of all vertices, (lng, lat) */
 	bool		indexed;		/* planes built */
 	GrPlane		planes[S2_NUM_FACES];	/* planar: planes[0] only */
 
@@ -1539,6 +1541,8 @@ planar_load(GeoRegion *r, int npolygons, const GeoPolygon *polygons, int nverts)
 	pl->tol = GR_DEG_TOL;
 	pl->edges = region_alloc(r, nverts * sizeof(GrEdge));
 	pl->nedges = 0;
+	r->bbox.x0 = r->bbox.y0 = DBL_MAX;
+	r->bbox.x1 = r->bbox.y1 = -DBL_MAX;
 	for (p = 0; p < npolygons; p++)
 	{
 		int			k;
@@ -1556,6 +1560,13 @@ planar_load(GeoRegion *r, int npolygons, const GeoPolygon *polygons, int nverts)
 				e->x1 = g->lng[i + 1];
 				e->y1 = g->lat[i + 1];
 				e->poly = p;
+			}
+			for (i = 0; i < g->npoints; i++)
+			{
+				r->bbox.x0 = Min(r->bbox.x0, g->lng[i]);
+				r->bbox.x1 = Max(r->bbox.x1, g->lng[i]);
+				r->bbox.y0 = Min(r->bbox.y0, g->lat[i]);
+				r->bbox.y1 = Max(r->bbox.y1, g->lat[i]);
 			}
 		}
 	}
@@ -1867,6 +1878,31 @@ cand_cmp(const void *a, const void *b)
 	return x < y ? -1 : (x > y ? 1 : 0);
 }
 
+/*
+ * Start cells of a planar region's covering (see s2_cap_neighborhood), or 0
+ * to start from the faces.  A planar polygon lies within the box of its
+ * vertices; on the sphere the point of such a box farthest from the box's
+ * centre is a corner while the box spans at most 90 degrees each way, so
+ * the cap through the farthest corner holds the region.
+ */
+static int
+planar_start_cells(const GeoRegion *r, S2CellId cells[9])
+{
+	const GrRect *b = &r->bbox;
+	double		lat = 0.5 * (b->y0 + b->y1);
+	double		lng = 0.5 * (b->x0 + b->x1);
+	S2Point		center = s2_point_from_latlng(lat, lng);
+	double		angle = 0;
+
+	if (b->x1 - b->x0 > 90.0 || b->y1 - b->y0 > 90.0)
+		return 0;
+	angle = Max(angle, s2_point_angle(center, s2_point_from_latlng(b->y0, b->x0)));
+	angle = Max(angle, s2_point_angle(center, s2_point_from_latlng(b->y0, b->x1)));
+	angle = Max(angle, s2_point_angle(center, s2_point_from_latlng(b->y1, b->x0)));
+	angle = Max(angle, s2_point_angle(center, s2_point_from_latlng(b->y1, b->x1)));
+	return s2_cap_neighborhood(center, angle * (1 + 1e-9) + GR_ANGLE_SLACK, cells);
+}
+
 int
 georegion_cover(GeoRegion *r, int max_cells, GeoCoverCell **cells)
 {
@@ -1887,9 +1923,11 @@ georegion_cover(GeoRegion *r, int max_cells, GeoCoverCell **cells)
 	 * that hold it, at the deepest level where they do: evaluating every
 	 * level from the faces down would cost a few hundred cell-to-cap
 	 * distances for a city-sized cap, most of them for cells it lies
-	 * wholly inside of or far from.
+	 * wholly inside of or far from.  A small planar polygon starts from
+	 * those of the cap around its vertices' box.
 	 */
-	nstart = (r->kind == GR_CAP) ? s2_cap_neighborhood(r->center, r->outer, start) : 0;
+	nstart = (r->kind == GR_CAP) ? s2_cap_neighborhood(r->center, r->outer, start) :
+		(r->kind == GR_PLANAR) ? planar_start_cells(r, start) : 0;
 	for (f = 0; f < (nstart > 0 ? nstart : S2_NUM_FACES); f++)
 	{
 		GrCand		c;
