@@ -503,6 +503,8 @@ archer_prefetch_heap_tuple(IndexScanDesc scan, ItemPointer tid)
 	LWLockRelease(partition);
 	if (buf_id < 0)
 		return NULL;
+	/* the fetch pins the buffer: a compare-and-swap on its descriptor */
+	__builtin_prefetch(GetBufferDescriptor(buf_id), 1);
 	page = (char *) BufferGetBlock(buf_id + 1);
 	__builtin_prefetch(page);
 	__builtin_prefetch(page + SizeOfPageHeaderData +
