@@ -124,7 +124,11 @@
  * small region descends straight to cells of its own size; four INSIDE
  * children make their parent INSIDE.  Cells left when the budget runs out
  * stay PARTIAL (their children are evaluated only until two non-disjoint
- * ones, one of them PARTIAL, show that the cell must stay whole).  On a
+ * ones, one of them PARTIAL, show that the cell must stay whole).  A
+ * caller that knows where cells hold many entries passes dense_level: past
+ * the budget, finer cells stay whole unseen, and PARTIAL cells no finer
+ * than it are split whatever the budget (up to GR_DENSE_MAX_CELLS), as the
+ * entries they shed outweigh the children's evaluation.  On a
  * geodesic region the covering cells are quadtree nodes, and relate_leaf
  * continues the descent from the covering cell.  The cost is about four
  * cell evaluations per output cell, each proportional to the edges near
@@ -171,6 +175,9 @@
 
 /* slack for rounding in degrees computed from points */
 #define GR_DEG_SLACK		1e-12
+
+/* a covering stops splitting dense cells past this budget (georegion_cover) */
+#define GR_DENSE_MAX_CELLS	1024
 
 /* a node with more edges than this is split when a query needs it */
 #define GR_NODE_MAX_EDGES	12
@@ -1904,7 +1911,7 @@ planar_start_cells(const GeoRegion *r, S2CellId cells[9])
 }
 
 int
-georegion_cover(GeoRegion *r, int max_cells, GeoCoverCell **cells)
+georegion_cover(GeoRegion *r, int max_cells, int dense_level, GeoCoverCell **cells)
 {
 	GrCandList	result = {NULL, 0, 0};
 	GrCandList	cur = {NULL, 0, 0};
@@ -1953,12 +1960,24 @@ georegion_cover(GeoRegion *r, int max_cells, GeoCoverCell **cells)
 			GrCand	   *c = &cur.items[i];
 			GrCand		ch[4];
 			int			pending = result.n + (cur.n - i) + next.n;
+			bool		dense = c->level <= dense_level && pending < GR_DENSE_MAX_CELLS;
 			int			nc = 0;
 			int			ninside = 0;
 			int			j;
 
 			CHECK_FOR_INTERRUPTS();
 			if (c->level >= S2_MAX_LEVEL)
+			{
+				cand_push(&result, c);
+				continue;
+			}
+
+			/*
+			 * Past the budget, cells known to be sparse stay whole: their
+			 * children's evaluation costs more than the few entries they
+			 * could rule out.
+			 */
+			if (dense_level >= 0 && !dense && pending > max_cells)
 			{
 				cand_push(&result, c);
 				continue;
@@ -1984,7 +2003,7 @@ georegion_cover(GeoRegion *r, int max_cells, GeoCoverCell **cells)
 				 * and a PARTIAL one rules out four INSIDE children: the
 				 * remaining children need no evaluation.
 				 */
-				if (nc > 1 && ninside < nc && pending + 1 > max_cells)
+				if (!dense && nc > 1 && ninside < nc && pending + 1 > max_cells)
 					break;
 			}
 			if (nc == 0)
@@ -1996,7 +2015,7 @@ georegion_cover(GeoRegion *r, int max_cells, GeoCoverCell **cells)
 				continue;
 			}
 			/* a single child replaces its parent for free */
-			if (nc > 1 && pending - 1 + nc > max_cells)
+			if (!dense && nc > 1 && pending - 1 + nc > max_cells)
 			{
 				cand_push(&result, c);
 				continue;

@@ -77,8 +77,14 @@ extern GeoRegion *georegion_cap(S2Point center, double inner_angle, double outer
 extern GeoRegion *georegion_polygons(int npolygons, const GeoPolygon *polygons,
 									 bool planar);
 
-/* Covering of at most max_cells cells (more only if the 6 faces need it), sorted by cellid */
-extern int	georegion_cover(GeoRegion *region, int max_cells, GeoCoverCell **cells);
+/*
+ * Covering of at most max_cells cells, sorted by cellid: more if the start
+ * cells need it, or where PARTIAL cells of levels up to dense_level are
+ * split whatever the budget; finer cells then count as sparse (-1: no
+ * such knowledge)
+ */
+extern int	georegion_cover(GeoRegion *region, int max_cells, int dense_level,
+							GeoCoverCell **cells);
 
 /* Per-entry decision; cover_index indexes the array georegion_cover returned */
 extern GeoRelation georegion_relate_leaf(GeoRegion *region, int cover_index,

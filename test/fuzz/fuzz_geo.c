@@ -42,7 +42,7 @@ static void
 check_polygon_covering(GeoRegion *region, const uint8 *data, size_t size)
 {
 	GeoCoverCell *cells;
-	int			ncells = georegion_cover(region, 4 + (size % 61), &cells);
+	int			ncells = georegion_cover(region, 4 + (size % 61), -1, &cells);
 
 	/* sample points from the input's bytes, anywhere on the globe */
 	for (size_t i = 0; i + 4 <= size && i < 64; i += 4)
@@ -71,11 +71,11 @@ destination(double lat, double lng, double angle, double bearing,
 }
 
 static void
-check_cap_covering(const ArcherCap *cap, int max_cells)
+check_cap_covering(const ArcherCap *cap, int max_cells, int dense_level)
 {
 	GeoRegion  *region = geo_cap_region(GEO_COLUMN_POINT, cap);
 	GeoCoverCell *cells;
-	int			ncells = georegion_cover(region, max_cells, &cells);
+	int			ncells = georegion_cover(region, max_cells, dense_level, &cells);
 	double		angle = Min(cap->radius / GEO_EARTH_RADIUS, M_PI);
 
 	if (!covered(cells, ncells, cap->lat, cap->lng))
@@ -131,7 +131,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 					fcinfo->args[1].value = ObjectIdGetDatum(InvalidOid);
 					fcinfo->args[2].value = Int32GetDatum(-1);
 					check_cap_covering((ArcherCap *) DatumGetPointer(archer_cap_in(fcinfo)),
-									   4 + (int) (len % 29));
+									   4 + (int) (len % 29), (int) (len % 13) - 1);
 					break;
 				}
 			case 5:
@@ -144,7 +144,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 					fcinfo->args[1].value = ObjectIdGetDatum(InvalidOid);
 					fcinfo->args[2].value = Int32GetDatum(-1);
 					check_cap_covering((ArcherCap *) DatumGetPointer(archer_cap_recv(fcinfo)),
-									   4 + (int) (len % 29));
+									   4 + (int) (len % 29), (int) (len % 13) - 1);
 					break;
 				}
 		}
