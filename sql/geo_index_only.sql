@@ -97,6 +97,55 @@ SELECT p FROM ios_pt WHERE p <@@ '((-0.001,-0.001),(0.001,-0.001),(0.001,0.001),
 RESET enable_seqscan;
 RESET enable_bitmapscan;
 
+-- Values of entries in INSIDE cells are decoded only when something reads
+-- them (an expanded datum): every way a query reads or keeps one must give
+-- the table's value
+-- (BIG for planar edges; MID for geodesic ones, as PostGIS 3.3's geography
+-- ST_Intersects answers BIG differently on its first call and on the later,
+-- cached ones)
+CREATE FUNCTION ios_big(q text) RETURNS text LANGUAGE sql AS $$
+    SELECT replace(replace(q, 'BIG', '''SRID=4326;POLYGON((-170 -80, 170 -80, 170 80, -170 80, -170 -80))'''),
+                   'MID', '''SRID=4326;POLYGON((-60 -50, 60 -50, 60 50, -60 50, -60 -50))''')
+$$;
+SELECT * FROM ios_vs_seq(ios_big('SELECT ST_AsEWKT(geom) FROM ios_pg WHERE archer_within(geom, BIG)'));
+SELECT * FROM ios_vs_seq(ios_big('SELECT ST_X(geom) * 1000 + ST_Y(geom) FROM ios_pg WHERE archer_within(geom, BIG)'));
+SELECT * FROM ios_vs_seq(ios_big('SELECT geom::geography FROM ios_pg WHERE archer_within(geom, BIG)'));
+SELECT * FROM ios_vs_seq(ios_big('SELECT ST_AsText(geog) FROM ios_pg WHERE archer_within(geog, MID)'));
+SELECT * FROM ios_vs_seq(ios_big('SELECT geog FROM ios_pg WHERE archer_dwithin(geog, ''SRID=4326;POINT(0 0)'', 5000000)'));
+SELECT * FROM ios_vs_seq(ios_big('SELECT DISTINCT geom FROM ios_pg WHERE archer_within(geom, BIG)'));
+SELECT * FROM ios_vs_seq(ios_big('SELECT ROW(geom, geom)::text FROM ios_pg WHERE archer_within(geom, BIG)'));
+SELECT * FROM ios_vs_seq(ios_big('SELECT unnest(array_agg(geom)) FROM ios_pg WHERE archer_within(geom, BIG)'));
+SELECT * FROM ios_vs_seq(ios_big('WITH m AS MATERIALIZED (SELECT geom FROM ios_pg WHERE archer_within(geom, BIG)) SELECT geom FROM m'));
+SELECT * FROM ios_vs_seq(ios_big('SELECT ST_AsText(lag(geom) OVER (ORDER BY ST_X(geom), ST_Y(geom))) FROM ios_pg WHERE archer_within(geom, BIG)'));
+-- kept in PL/pgSQL variables and arrays while later rows come
+CREATE FUNCTION ios_collect(region geometry, OUT n bigint, OUT index_only boolean,
+                            OUT first_kept boolean, OUT all_kept boolean)
+LANGUAGE plpgsql AS $$
+DECLARE
+    g geometry;
+    first geometry;
+    kept geometry[] := '{}';
+    texts text[] := '{}';
+BEGIN
+    SET LOCAL enable_seqscan = off;
+    SET LOCAL enable_bitmapscan = off;
+    index_only := plan_matches(format('SELECT geom FROM ios_pg WHERE archer_within(geom, %L::geometry)', region),
+                               'Index Only Scan using ios_pg_geom');
+    FOR g IN SELECT geom FROM ios_pg WHERE archer_within(geom, region) LOOP
+        first := coalesce(first, g);
+        kept := kept || g;
+        texts := texts || ST_AsEWKT(g);
+    END LOOP;
+    n := cardinality(kept);
+    first_kept := ST_AsEWKT(first) = texts[1];
+    all_kept := (SELECT array_agg(ST_AsEWKT(k)) FROM unnest(kept) k) = texts;
+END $$;
+SELECT * FROM ios_collect('SRID=4326;POLYGON((-170 -80, 170 -80, 170 80, -170 80, -170 -80))');
+SELECT n = (SELECT count(*) FROM ios_pg WHERE ST_Intersects(geom, 'SRID=4326;POLYGON((-170 -80, 170 -80, 170 80, -170 80, -170 -80))'))
+    AS all_rows
+FROM ios_collect('SRID=4326;POLYGON((-170 -80, 170 -80, 170 80, -170 80, -170 -80))');
+DROP FUNCTION ios_big, ios_collect;
+
 -- an expression index cannot return the column
 CREATE INDEX ios_pg_expr ON ios_pg USING archer_geo ((geom::geography));
 SELECT pg_index_column_has_property('ios_pg_expr'::regclass, 1, 'returnable') AS expr_returnable,

@@ -184,6 +184,7 @@ extern Datum geo_postgis_plain_point(bool geography);
 extern void geo_make_leaf_entry(GeoColumnKind kind, Datum value, bool isnull,
 								ItemPointer tid, GeoLeafEntry *entry);
 extern GeoPointCodeKind geo_point_decode(const GeoLeafEntry *entry, double *lat, double *lng);
+extern GeoPointCodeKind geo_point_code_kind(const GeoLeafEntry *entry);
 
 /* geo_decode.c: PostGIS's binary forms, from bytes */
 extern bool geo_decode_point(const uint8 *data, Size size, bool geography,

@@ -87,22 +87,26 @@ encode_coordinate(double x, double reference)
 	return residual;
 }
 
-/* false if the field cannot come from encode_coordinate (a damaged page) */
-static bool
-decode_coordinate(int64 field, double reference, double *x)
+/* Could encode_coordinate have written the field? (Not on a damaged page.) */
+static inline bool
+field_is_coordinate(int64 field)
 {
-	int64		order;
+	return field >= RESIDUAL_MIN || field == CODE_PLUS_ZERO || field == CODE_MINUS_ZERO;
+}
 
+/*
+ * The coordinate of a field that passed field_is_coordinate.  A reference
+ * is a latitude or longitude, about 2^62 at most in double order, and a
+ * field is below 2^39 in magnitude: the sum does not overflow (it is taken
+ * unsigned all the same, so that a damaged cell id cannot make it
+ * undefined).
+ */
+static double
+decode_coordinate(int64 field, double reference)
+{
 	if (field == CODE_PLUS_ZERO || field == CODE_MINUS_ZERO)
-	{
-		*x = field == CODE_PLUS_ZERO ? 0.0 : -0.0;
-		return true;
-	}
-	if (field < RESIDUAL_MIN ||
-		pg_add_s64_overflow(double_order(reference), field, &order))
-		return false;
-	*x = order_double(order);
-	return true;
+		return field == CODE_PLUS_ZERO ? 0.0 : -0.0;
+	return order_double((int64) ((uint64) double_order(reference) + (uint64) field));
 }
 
 static void
@@ -199,18 +203,28 @@ geo_make_leaf_entry(GeoColumnKind kind, Datum value, bool isnull,
 GeoPointCodeKind
 geo_point_decode(const GeoLeafEntry *entry, double *lat, double *lng)
 {
-	int64		lat_field = get_field(entry->point);
-	int64		lng_field = get_field(entry->point + FIELD_BYTES);
+	GeoPointCodeKind kind = geo_point_code_kind(entry);
 	double		ref_lat;
 	double		ref_lng;
 
+	if (kind != GEO_POINT_VALUE)
+		return kind;
+	s2_cellid_approx_latlng(entry->cellid, &ref_lat, &ref_lng);
+	*lat = decode_coordinate(get_field(entry->point), ref_lat);
+	*lng = decode_coordinate(get_field(entry->point + FIELD_BYTES), ref_lng);
+	return GEO_POINT_VALUE;
+}
+
+/* What geo_point_decode would say, without the decoding's arithmetic */
+GeoPointCodeKind
+geo_point_code_kind(const GeoLeafEntry *entry)
+{
+	int64		lat_field = get_field(entry->point);
+
 	if (lat_field == CODE_NULL)
 		return GEO_POINT_NULL;
-	if (lat_field == CODE_IN_HEAP || entry->cellid == GEO_NULL_CELLID)
-		return GEO_POINT_IN_HEAP;
-	s2_cellid_approx_latlng(entry->cellid, &ref_lat, &ref_lng);
-	if (!decode_coordinate(lat_field, ref_lat, lat) ||
-		!decode_coordinate(lng_field, ref_lng, lng))
+	if (entry->cellid == GEO_NULL_CELLID || !field_is_coordinate(lat_field) ||
+		!field_is_coordinate(get_field(entry->point + FIELD_BYTES)))
 		return GEO_POINT_IN_HEAP;
 	return GEO_POINT_VALUE;
 }

@@ -54,6 +54,7 @@
 #include "executor/tuptable.h"
 #include "miscadmin.h"
 #include "pgstat.h"
+#include "utils/expandeddatum.h"
 #include "utils/geo_decls.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
@@ -163,6 +164,8 @@ typedef struct GeoScanOpaqueData
 	IndexTuple	plain_itup;		/* a plain value, coordinates rewritten per row */
 	char	   *plain_coords;	/* where in plain_itup: x (longitude), then y */
 	IndexTuple	null_itup;
+	struct GeoLazyPoint *lazy;	/* PostGIS columns: the value read on demand */
+	IndexTuple	lazy_itup;		/* holds a read-only pointer to lazy */
 	IndexTuple	heap_itup;		/* the last value read from the heap */
 	AttrNumber	heap_attno;
 	IndexFetchTableData *heap_fetch;
@@ -483,6 +486,78 @@ prepare_plain_itup(IndexScanDesc scan)
 }
 
 /*
+ * A plain PostGIS point of an index-only scan, decoded only when something
+ * reads it.  Decoding (the cell's centre, two arctangents) is most of what
+ * an entry of an INSIDE cell costs, and a count(*) or a query that only
+ * filters on other columns never reads the value.  It is handed out as an
+ * expanded object, through a read-only pointer: PostgreSQL's TOAST
+ * machinery flattens it wherever a value is read (every function detoasts
+ * its arguments) or kept (copying a datum, forming a tuple), as it does
+ * PL/pgSQL's expanded arrays.  One per scan, rewritten per row: like any
+ * index tuple of a scan, valid until the next row.
+ */
+typedef struct GeoLazyPoint
+{
+	ExpandedObjectHeader hdr;
+	GeoLeafEntry entry;			/* the row's entry; its code holds a value */
+	struct varlena *plain;		/* the column type's plain point (see prepare_plain_itup) */
+} GeoLazyPoint;
+
+static Size
+lazy_point_flat_size(ExpandedObjectHeader *eohptr)
+{
+	return VARSIZE(((GeoLazyPoint *) eohptr)->plain);
+}
+
+static void
+lazy_point_flatten(ExpandedObjectHeader *eohptr, void *result, Size allocated_size)
+{
+	GeoLazyPoint *lazy = (GeoLazyPoint *) eohptr;
+	Size		size = VARSIZE(lazy->plain);
+	char	   *coords = (char *) result + size - 2 * sizeof(double);
+	double		lat;
+	double		lng;
+
+	if (allocated_size != size ||
+		geo_point_decode(&lazy->entry, &lat, &lng) != GEO_POINT_VALUE)
+		elog(ERROR, "archer_geo: cannot flatten an index-only value");
+	memcpy(result, lazy->plain, size);
+	memcpy(coords, &lng, sizeof(double));
+	memcpy(coords + sizeof(double), &lat, sizeof(double));
+}
+
+static const ExpandedObjectMethods lazy_point_methods = {
+	lazy_point_flat_size,
+	lazy_point_flatten
+};
+
+/* The index tuple of an entry whose code holds a value, PostGIS columns */
+static IndexTuple
+lazy_value_itup(IndexScanDesc scan, const GeoLeafEntry *entry)
+{
+	GeoScanOpaque so = (GeoScanOpaque) scan->opaque;
+
+	if (so->lazy == NULL)
+	{
+		MemoryContext oldcxt = MemoryContextSwitchTo(so->itupcxt);
+		Size		hoff = IndexInfoFindDataOffset(0);
+		Size		size = MAXALIGN(hoff + EXPANDED_POINTER_SIZE);
+
+		so->lazy = palloc0(sizeof(GeoLazyPoint));
+		EOH_init_header(&so->lazy->hdr, &lazy_point_methods, so->itupcxt);
+		so->lazy->plain = (struct varlena *)
+			DatumGetPointer(geo_postgis_plain_point(so->kind == GEO_COLUMN_GEOGRAPHY));
+		so->lazy_itup = palloc0(size);
+		so->lazy_itup->t_info = size | INDEX_VAR_MASK;
+		memcpy((char *) so->lazy_itup + hoff, DatumGetPointer(EOHPGetRODatum(&so->lazy->hdr)),
+			   EXPANDED_POINTER_SIZE);
+		MemoryContextSwitchTo(oldcxt);
+	}
+	so->lazy->entry = *entry;
+	return so->lazy_itup;
+}
+
+/*
  * The value of the column in an entry's heap row, for the entries whose
  * point code sends the reader there.  SnapshotAny: the value is the same
  * for every version the entry covers, and the executor decides visibility
@@ -524,6 +599,9 @@ entry_itup(IndexScanDesc scan, const GeoLeafEntry *entry, GeoEntryPoint *point)
 {
 	GeoScanOpaque so = (GeoScanOpaque) scan->opaque;
 
+	if (point->kind == POINT_UNDECODED && so->kind != GEO_COLUMN_POINT &&
+		geo_point_code_kind(entry) == GEO_POINT_VALUE)
+		return lazy_value_itup(scan, entry);
 	decode_point(entry, point);
 	switch (point->kind)
 	{
@@ -665,9 +743,14 @@ exact_distance(IndexScanDesc scan, const GeoLeafEntry *entry, GeoEntryPoint *poi
 {
 	GeoScanOpaque so = (GeoScanOpaque) scan->opaque;
 	ScanKey		orderby = &scan->orderByData[0];
-	IndexTuple	itup = entry_itup(scan, entry, point);
+	IndexTuple	itup;
 	bool		isnull;
-	Datum		value = index_getattr(itup, 1, RelationGetDescr(scan->indexRelation), &isnull);
+	Datum		value;
+
+	/* decoded here, or the operator would flatten a lazy value per call */
+	decode_point(entry, point);
+	itup = entry_itup(scan, entry, point);
+	value = index_getattr(itup, 1, RelationGetDescr(scan->indexRelation), &isnull);
 
 	if (isnull)
 		return leaf_distance_bound(so, entry->cellid);
