@@ -17,8 +17,9 @@
  *			bit; a cell at level L keeps the first L position digits,
  *			then a 1 bit, then zeros
  *
- * The conversion between (i, j) and the Hilbert position is done four levels
- * at a time with two 1024-entry lookup tables, built on first use.
+ * (i, j) becomes a Hilbert position four levels at a time through a
+ * 1024-entry lookup table built on first use; the way back is computed for
+ * all levels at once (to_face_ij).
  *
  * Cell geometry is set up in the cell face's own (u, v, w) frame, where the
  * cell is the cone { t : t.w > 0, u0 <= t.u/t.w <= u1, v0 <= t.v/t.w <= v1 }
@@ -109,12 +110,10 @@ static const int pos_to_orientation[4] = {
 
 /*
  * lookup_pos[(i4 << 6) | (j4 << 2) | orientation] = (pos8 << 2) | orientation'
- * lookup_ij[(pos8 << 2) | orientation] = (i4 << 6) | (j4 << 2) | orientation'
  * where i4, j4 are 4 bits of i and j, pos8 the matching 8 bits of Hilbert
  * position, and orientation' the orientation after those four levels.
  */
 static uint16_t lookup_pos[1 << (2 * S2_LOOKUP_BITS + 2)];
-static uint16_t lookup_ij[1 << (2 * S2_LOOKUP_BITS + 2)];
 static bool lookup_ready = false;
 
 static void init_lookup_cell(int level, int i, int j, int orig_orientation,
@@ -144,8 +143,6 @@ init_lookup_cell(int level, int i, int j, int orig_orientation,
 
 		lookup_pos[(ij << 2) | orig_orientation] =
 			(uint16_t) ((pos << 2) | orientation);
-		lookup_ij[(pos << 2) | orig_orientation] =
-			(uint16_t) ((ij << 2) | orientation);
 		return;
 	}
 
@@ -513,33 +510,60 @@ from_face_ij(int face, int i, int j)
 	return n * 2 + 1;
 }
 
+/* The even bits of x, packed: bit 2k goes to bit k */
+static inline uint32_t
+compact_even_bits(uint64_t x)
+{
+	x &= UINT64_C(0x5555555555555555);
+	x = (x | (x >> 1)) & UINT64_C(0x3333333333333333);
+	x = (x | (x >> 2)) & UINT64_C(0x0F0F0F0F0F0F0F0F);
+	x = (x | (x >> 4)) & UINT64_C(0x00FF00FF00FF00FF);
+	x = (x | (x >> 8)) & UINT64_C(0x0000FFFF0000FFFF);
+	x = (x | (x >> 16)) & UINT64_C(0x00000000FFFFFFFF);
+	return (uint32_t) x;
+}
+
+/* Bit k of the result: the XOR of the bits of x above bit k */
+static inline uint32_t
+xor_of_higher_bits(uint32_t x)
+{
+	x ^= x >> 1;
+	x ^= x >> 2;
+	x ^= x >> 4;
+	x ^= x >> 8;
+	x ^= x >> 16;
+	return x >> 1;
+}
+
 /*
  * Face and leaf (i, j) of id.  For a non-leaf cell this decodes the trailing
  * 1 bit as a position digit too, which yields some leaf inside the cell.
+ *
+ * All 30 levels at once, with no table: a digit's orientation is the face's
+ * flipped by the digits above it (pos_to_orientation depends on the digit
+ * alone), a prefix XOR over the levels; and a digit p = (h, l) in
+ * orientation o gives i = h, j = h ^ l (pos_to_ij[0]), exchanged if o swaps
+ * and complemented if o inverts.  Decoding every entry of a scan, this runs
+ * in about half the time of four levels per table step, whose steps wait
+ * on one another.
  */
 static int
 to_face_ij(S2CellId id, int *pi, int *pj)
 {
+	const uint32_t all = (UINT32_C(1) << S2_MAX_LEVEL) - 1;
 	int			face = (int) (id >> 61);
-	int			bits = face & S2_SWAP_MASK;
-	int			i = 0;
-	int			j = 0;
-	int			k;
+	uint64_t	digits = id >> 1;	/* level 1 in bits 59-58, level 30 in bits 1-0 */
+	uint32_t	lo = compact_even_bits(digits) & all;
+	uint32_t	hi = compact_even_bits(digits >> 1) & all;
+	/* positions 0 and 3 swap i and j below them; position 3 also inverts */
+	uint32_t	swap = xor_of_higher_bits(~(hi ^ lo) & all) ^
+		((face & S2_SWAP_MASK) ? all : 0);
+	uint32_t	invert = xor_of_higher_bits(hi & lo);
+	uint32_t	i = (hi & ~swap) | ((hi ^ lo) & swap);
+	uint32_t	j = ((hi ^ lo) & ~swap) | (hi & swap);
 
-	for (k = 7; k >= 0; k--)
-	{
-		/* the top step holds only 2 levels (4 bits) below the face bits */
-		int			nbits = (k == 7) ? (S2_MAX_LEVEL - 7 * S2_LOOKUP_BITS) : S2_LOOKUP_BITS;
-
-		bits += (int) ((id >> (k * 2 * S2_LOOKUP_BITS + 1)) &
-					   ((UINT64_C(1) << (2 * nbits)) - 1)) << 2;
-		bits = lookup_ij[bits];
-		i += (bits >> (S2_LOOKUP_BITS + 2)) << (k * S2_LOOKUP_BITS);
-		j += ((bits >> 2) & 15) << (k * S2_LOOKUP_BITS);
-		bits &= S2_SWAP_MASK | S2_INVERT_MASK;
-	}
-	*pi = i;
-	*pj = j;
+	*pi = (int) ((i ^ invert) & all);
+	*pj = (int) ((j ^ invert) & all);
 	return face;
 }
 
