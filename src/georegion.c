@@ -210,6 +210,12 @@
 /* planar constants, in degrees */
 #define GR_DEG_NODE_PAD		1e-9
 #define GR_DEG_QUERY_PAD	1e-10
+/*
+ * A point's own edge test (planar_point_classify): past the reach of the
+ * padded rectangle test, GR_DEG_QUERY_PAD beyond GR_DEG_SLACK in each
+ * coordinate, along the diagonal too (1.43e-10)
+ */
+#define GR_DEG_POINT_NEAR	2e-10
 #define GR_DEG_TOL			1e-11
 #define GR_DEG_CLEAR		1e-10
 #define GR_PLANAR_MAX_DEPTH 32
@@ -1456,6 +1462,59 @@ planar_classify(GeoRegion *r, const GrPlane *pl, GrNode *node, const GrRect *q,
 					   NULL) > 0 ? GEO_INSIDE : GEO_DISJOINT;
 }
 
+/*
+ * Is (x, y) within dist of edge e?  The distance to the edge's line rules
+ * out most edges the bounding box lets through with two products; only
+ * points near the line pay for the distance to the segment.  (Past the box
+ * test x - x0 and y - y0 are at most the edge's extent plus dist, so the
+ * cross product's rounding is far below dist.)
+ */
+static inline bool
+edge_near_point_quick(const GrEdge *e, double x, double y, double dist)
+{
+	double		dx = e->x1 - e->x0;
+	double		dy = e->y1 - e->y0;
+	double		cross;
+
+	if (x < Min(e->x0, e->x1) - dist || x > Max(e->x0, e->x1) + dist ||
+		y < Min(e->y0, e->y1) - dist || y > Max(e->y0, e->y1) + dist)
+		return false;
+	cross = dx * (y - e->y0) - dy * (x - e->x0);
+	if (cross * cross > dist * dist * (dx * dx + dy * dy))
+		return false;
+	return edge_near_point(e, x, y, dist);
+}
+
+/*
+ * planar_classify for the tiny rectangle q around point (x, y): while q
+ * keeps clear of the split lines it follows one child per level, and the
+ * leaf's edges are tested against the point itself, which is cheaper than
+ * against a padded rectangle and reaches further (GR_DEG_POINT_NEAR).
+ */
+static int
+planar_point_classify(GeoRegion *r, const GrPlane *pl, GrNode *node, const GrRect *q,
+					  double x, double y, GrNode **deepest)
+{
+	for (;;)
+	{
+		*deepest = node;
+		if (node->nedges == 0)
+			return node_relation(node);
+		if (node->nedges <= GR_NODE_MAX_EDGES || node->level >= GR_PLANAR_MAX_DEPTH)
+			break;
+		if (node->child == NULL)
+			node_split(r, pl, node);
+		if ((q->x0 <= node->sx && q->x1 >= node->sx) ||
+			(q->y0 <= node->sy && q->y1 >= node->sy))
+			return planar_classify(r, pl, node, q, deepest);
+		node = &node->child[(q->x0 > node->sx ? 1 : 0) | (q->y0 > node->sy ? 2 : 0)];
+	}
+	for (int i = 0; i < node->nedges; i++)
+		if (edge_near_point_quick(&pl->edges[node->edges[i]], x, y, GR_DEG_POINT_NEAR))
+			return GEO_PARTIAL;
+	return parity_walk(r, pl, node->src, x, y, NULL) > 0 ? GEO_INSIDE : GEO_DISJOINT;
+}
+
 static bool
 rect_within(const GrRect *a, const GrRect *b)
 {
@@ -2098,7 +2157,7 @@ georegion_relate_planar_point(GeoRegion *r, int cover_index, double lng, double 
 		start = r->cover_nodes[cover_index];
 	if (!rect_within(&q, &start->rect))
 		start = pl->root;
-	relation = planar_classify(r, pl, start, &q, &start);
+	relation = planar_point_classify(r, pl, start, &q, lng, lat, &start);
 	r->point_hint = start;
 	/* the root box holds every point, so the relation is never NONE */
 	Assert(relation != GR_REL_NONE);
