@@ -28,7 +28,7 @@
 PG_FUNCTION_INFO_V1(archer_geo_handler);
 
 int			archer_geo_max_cells = 4;
-int			archer_geo_polygon_max_cells = 128;
+int			archer_geo_polygon_max_cells = 512;
 
 static relopt_kind geo_relopt_kind;
 
@@ -52,7 +52,7 @@ archer_geo_init(void)
 	DefineCustomIntVariable("archer.geo_polygon_max_cells",
 							"Maximum number of S2 cells covering a polygon query.",
 							"More cells leave fewer index entries near the boundary to test.",
-							&archer_geo_polygon_max_cells, 128, 4, 100000,
+							&archer_geo_polygon_max_cells, 512, 4, 100000,
 							PGC_USERSET, 0, NULL, NULL, NULL);
 }
 

@@ -1039,7 +1039,9 @@ next_ordered(IndexScanDesc scan, GeoCandidate *result, bool *distance_null)
  * and point test (about 0.1 us, less against few edges); a boundary of few
  * edges needs few cells to follow it.  Over 2M points: Singapore's 4
  * vertices 0.157 ms with 8 cells, 0.169 with 16; Luxembourg's 45 0.255 ms
- * with 53-64 cells, 0.30 with 16 and 0.305 with 128.
+ * with 53-64 cells, 0.30 with 16 and 0.305 with 128.  Large countries
+ * gain up to 512 cells (the default maximum): Germany 9.8 -> 7.4 ms from
+ * 128, Brazil 8.4 -> 7.2, Russia 14.2 -> 12.7, little more with 1024.
  */
 static int
 polygon_covering_cells(const GeoRegion *region)

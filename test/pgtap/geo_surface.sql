@@ -250,10 +250,10 @@ SELECT results_eq(
     $$SELECT name, setting, boot_val, min_val, max_val, context, vartype
       FROM pg_settings WHERE name LIKE 'archer.geo%' ORDER BY 1$$,
     $$VALUES ('archer.geo_max_cells', '4', '4', '4', '1024', 'user', 'integer'),
-             ('archer.geo_polygon_max_cells', '128', '128', '4', '100000', 'user', 'integer')$$,
+             ('archer.geo_polygon_max_cells', '512', '512', '4', '100000', 'user', 'integer')$$,
     'GUCs archer.geo_max_cells and archer.geo_polygon_max_cells: defaults, bounds, user-settable');
 SELECT is(current_setting('archer.geo_max_cells'), '4', 'archer.geo_max_cells defaults to 4');
-SELECT is(current_setting('archer.geo_polygon_max_cells'), '128', 'archer.geo_polygon_max_cells defaults to 128');
+SELECT is(current_setting('archer.geo_polygon_max_cells'), '512', 'archer.geo_polygon_max_cells defaults to 512');
 SELECT throws_ok($$SET archer.geo_max_cells = 3$$, '22023', NULL,
                  'archer.geo_max_cells below its minimum is rejected');
 SELECT throws_ok($$SET archer.no_such_setting = 1$$, '42602', NULL,
