@@ -22,6 +22,7 @@ OBJS = \
 	src/geo_build.o \
 	src/geo_buffer.o \
 	src/geo_insert.o \
+	src/geo_regioncache.o \
 	src/geo_scan.o \
 	src/geo_vacuum.o \
 	src/geo_verify.o

@@ -168,6 +168,17 @@ extern GeoRegion *geo_polygon_region(GeoColumnKind kind, Datum polygon);
 extern double geo_sphere_distance(double lat1, double lng1, double lat2, double lng2);
 extern void geo_check_latlng(double lat, double lng);
 
+/* geo_regioncache.c: each backend's polygon regions and coverings */
+typedef struct GeoCachedRegion
+{
+	GeoRegion  *region;
+	GeoCoverCell *cells;
+	int			ncells;
+} GeoCachedRegion;
+
+extern GeoCachedRegion *geo_region_cache_acquire(GeoColumnKind kind, Datum polygon);
+extern void geo_region_cache_release(GeoCachedRegion *cached);
+
 /* geo_postgis.c: PostGIS values and exact predicates */
 extern bool geo_postgis_point(Datum value, bool geography, double *lat, double *lng);
 extern GeoRegion *geo_postgis_polygon_region(Datum polygon, bool geography);

@@ -70,6 +70,14 @@
  * header and line pointer of a row it will return, and then the tuple
  * (the line pointer, loaded by then, says where it is)
  */
+/*
+ * A cell holding an entry and the one this many places after it in key
+ * order holds enough entries for one decision on the whole cell to cost
+ * less than one per entry; a finer cell inside one judged PARTIAL is worth
+ * a try only this many levels down (a sixteenth of the area)
+ */
+#define GEO_CROWD_ENTRIES			8
+#define GEO_CROWD_LEVEL_STEP		2
 #define GEO_PREFETCH_PAGE_AHEAD		8
 #define GEO_PREFETCH_TUPLE_AHEAD	4
 
@@ -78,6 +86,14 @@ typedef struct GeoKeyState
 	GeoRegion  *region;
 	GeoCoverCell *cells;
 	int			ncells;
+	GeoCachedRegion *cached;	/* polygons: where region and cells come from */
+
+	/*
+	 * Planar polygons: the last cell inside a PARTIAL covering cell that was
+	 * judged as a whole (0: none yet), see relate_crowd
+	 */
+	S2CellId	crowd_cellid;
+	GeoRelation crowd_relation;
 } GeoKeyState;
 
 /* An entry's point, decoded on first need (planar classification, index-only scans) */
@@ -244,12 +260,42 @@ find_cover_cell(const GeoKeyState *key, uint64 cellid)
 }
 
 /*
+ * An entry in a PARTIAL covering cell of a planar polygon, where each
+ * entry's own decision decodes its point: entries crowd in cities, so a
+ * finer cell holding this entry and the one GEO_CROWD_ENTRIES after it
+ * (ahead, NULL if none) is judged as a whole, and that decision serves
+ * every entry in it that follows.  PARTIAL when no such cell decides.
+ */
+static GeoRelation
+relate_crowd(GeoKeyState *key, int cell, const GeoLeafEntry *entry,
+			 const GeoLeafEntry *ahead)
+{
+	bool		known = key->crowd_cellid != 0 &&
+		s2_cellid_contains(key->crowd_cellid, entry->cellid);
+	int			level;
+
+	if (known && key->crowd_relation != GEO_PARTIAL)
+		return key->crowd_relation;
+	if (ahead == NULL)
+		return GEO_PARTIAL;
+	level = s2_cellid_common_level(entry->cellid, ahead->cellid);
+	/* the covering cell itself is PARTIAL, and so may be a known cell */
+	if (level <= s2_cellid_level(key->cells[cell].cellid) ||
+		(known && level < s2_cellid_level(key->crowd_cellid) + GEO_CROWD_LEVEL_STEP))
+		return GEO_PARTIAL;
+	key->crowd_cellid = s2_cellid_parent(entry->cellid, level);
+	key->crowd_relation = georegion_relate_planar_cell(key->region, cell, key->crowd_cellid);
+	return key->crowd_relation;
+}
+
+/*
  * An entry in a partial cell of a planar polygon is judged by its exact
  * point when its code holds one: only points within rounding of an edge
  * are then left to the exact predicate.
  */
 static GeoRelation
-relate_entry(const GeoKeyState *key, int cell, const GeoLeafEntry *entry, GeoEntryPoint *point)
+relate_entry(GeoKeyState *key, int cell, const GeoLeafEntry *entry,
+			 const GeoLeafEntry *ahead, GeoEntryPoint *point)
 {
 	if (cell < 0)
 		return GEO_DISJOINT;
@@ -257,6 +303,10 @@ relate_entry(const GeoKeyState *key, int cell, const GeoLeafEntry *entry, GeoEnt
 		return GEO_INSIDE;
 	if (georegion_is_planar(key->region))
 	{
+		GeoRelation crowd = relate_crowd(key, cell, entry, ahead);
+
+		if (crowd != GEO_PARTIAL)
+			return crowd;
 		decode_point(entry, point);
 		if (point->kind == GEO_POINT_VALUE)
 			return georegion_relate_planar_point(key->region, cell, point->lng, point->lat);
@@ -266,19 +316,20 @@ relate_entry(const GeoKeyState *key, int cell, const GeoLeafEntry *entry, GeoEnt
 
 /*
  * Does the entry pass every condition?  first_cell is the covering cell of
- * keys[0] the entry was found in, or -1 to look it up.  Sets *recheck when
- * only the exact predicate can tell.
+ * keys[0] the entry was found in, or -1 to look it up; ahead is the entry
+ * GEO_CROWD_ENTRIES places after it in the batch, or NULL.  Sets *recheck
+ * when only the exact predicate can tell.
  */
 static bool
 entry_matches(GeoScanOpaque so, int first_cell, const GeoLeafEntry *entry,
-			  GeoEntryPoint *point, bool *recheck)
+			  const GeoLeafEntry *ahead, GeoEntryPoint *point, bool *recheck)
 {
 	*recheck = false;
 	for (int i = 0; i < so->nkeys; i++)
 	{
 		int			cell = (i == 0 && first_cell >= 0) ? first_cell :
 			find_cover_cell(&so->keys[i], entry->cellid);
-		GeoRelation relation = relate_entry(&so->keys[i], cell, entry, point);
+		GeoRelation relation = relate_entry(&so->keys[i], cell, entry, ahead, point);
 
 		if (relation == GEO_DISJOINT)
 			return false;
@@ -286,6 +337,13 @@ entry_matches(GeoScanOpaque so, int first_cell, const GeoLeafEntry *entry,
 			*recheck = true;
 	}
 	return true;
+}
+
+/* The entry GEO_CROWD_ENTRIES places after entries[i], or NULL */
+static const GeoLeafEntry *
+entry_ahead(const GeoLeafEntry *entries, int nentries, int i)
+{
+	return i + GEO_CROWD_ENTRIES < nentries ? &entries[i + GEO_CROWD_ENTRIES] : NULL;
 }
 
 /*
@@ -667,7 +725,8 @@ next_condition_batch(IndexScanDesc scan)
 			GeoEntryPoint point = {POINT_UNDECODED};
 			bool		recheck;
 
-			if (entry_matches(so, so->cur_cell, &entries[i], &point, &recheck))
+			if (entry_matches(so, so->cur_cell, &entries[i],
+							  entry_ahead(entries, nentries, i), &point, &recheck))
 				add_candidate(so, &entries[i], &point, recheck, 0);
 		}
 		if (so->next_blkno == InvalidBlockNumber)
@@ -830,7 +889,9 @@ scan_range_for_ring(IndexScanDesc scan, uint64 lo, uint64 hi)
 			GeoEntryPoint point = {POINT_UNDECODED};
 			bool		recheck = false;
 
-			if (so->nkeys > 0 && !entry_matches(so, -1, &entries[i], &point, &recheck))
+			if (so->nkeys > 0 &&
+				!entry_matches(so, -1, &entries[i], entry_ahead(entries, nentries, i),
+							   &point, &recheck))
 				continue;
 			add_candidate(so, &entries[i], &point, recheck,
 						  so->center_null ? 0 :
@@ -1032,26 +1093,16 @@ next_ordered(IndexScanDesc scan, GeoCandidate *result, bool *distance_null)
 	}
 }
 
-/*
- * Cells in a polygon's covering: archer.geo_polygon_max_cells, or fewer for
- * a polygon of few vertices.  Each cell costs its evaluation (about 1.4 us
- * with the cells it rules out), each entry in a partial cell its decoding
- * and point test (about 0.1 us, less against few edges); a boundary of few
- * edges needs few cells to follow it.  Over 2M points: Singapore's 4
- * vertices 0.157 ms with 8 cells, 0.169 with 16; Luxembourg's 45 0.255 ms
- * with 53-64 cells, 0.30 with 16 and 0.305 with 128.  Large countries
- * gain up to 512 cells (the default maximum): Germany 9.8 -> 7.4 ms from
- * 128, Brazil 8.4 -> 7.2, Russia 14.2 -> 12.7, little more with 1024.
- */
-static int
-polygon_covering_cells(const GeoRegion *region)
-{
-	int			cells = (int) (1.25 * georegion_nvertices(region));
-
-	return Min(archer_geo_polygon_max_cells, Max(cells, 8));
-}
-
 /* ---- the access method interface ---- */
+
+/* Give back the polygon regions of the last rescan's keys */
+static void
+release_regions(GeoScanOpaque so)
+{
+	for (int i = 0; i < so->nkeys; i++)
+		if (so->keys[i].cached != NULL)
+			geo_region_cache_release(so->keys[i].cached);
+}
 
 void
 geo_rescan(IndexScanDesc scan, ScanKey keys, int nkeys, ScanKey orderbys, int norderbys)
@@ -1064,6 +1115,7 @@ geo_rescan(IndexScanDesc scan, ScanKey keys, int nkeys, ScanKey orderbys, int no
 	if (orderbys && scan->numberOfOrderBys > 0)
 		memmove(scan->orderByData, orderbys, scan->numberOfOrderBys * sizeof(ScanKeyData));
 
+	release_regions(so);
 	MemoryContextReset(so->scancxt);
 	so->cands = NULL;
 	so->ncands = so->maxcands = so->cand_pos = 0;
@@ -1089,8 +1141,6 @@ geo_rescan(IndexScanDesc scan, ScanKey keys, int nkeys, ScanKey orderbys, int no
 	{
 		ScanKey		key = &scan->keyData[i];
 		GeoKeyState *state = &so->keys[i];
-		int			max_cells;
-		int			dense_level = -1;
 
 		if (key->sk_flags & SK_ISNULL)
 		{
@@ -1100,17 +1150,19 @@ geo_rescan(IndexScanDesc scan, ScanKey keys, int nkeys, ScanKey orderbys, int no
 		if (key->sk_strategy == GEO_STRATEGY_CAP)
 		{
 			state->region = geo_cap_region(so->kind, DatumGetArcherCapP(key->sk_argument));
-			max_cells = archer_geo_max_cells;
-			dense_level = dense_cell_level(scan->indexRelation);
+			state->ncells = georegion_cover(state->region, archer_geo_max_cells,
+											dense_cell_level(scan->indexRelation),
+											&state->cells);
 		}
 		else if (key->sk_strategy == GEO_STRATEGY_REGION)
 		{
-			state->region = geo_polygon_region(so->kind, key->sk_argument);
-			max_cells = polygon_covering_cells(state->region);
+			state->cached = geo_region_cache_acquire(so->kind, key->sk_argument);
+			state->region = state->cached->region;
+			state->cells = state->cached->cells;
+			state->ncells = state->cached->ncells;
 		}
 		else
 			elog(ERROR, "archer_geo: unexpected strategy %d", key->sk_strategy);
-		state->ncells = georegion_cover(state->region, max_cells, dense_level, &state->cells);
 	}
 	if (so->ordered)
 	{
@@ -1194,6 +1246,7 @@ geo_endscan(IndexScanDesc scan)
 		table_index_fetch_end(so->heap_fetch);
 		ExecDropSingleTupleTableSlot(so->heap_slot);
 	}
+	release_regions(so);
 	MemoryContextDelete(so->scancxt);
 	pfree(so);
 }

@@ -54,7 +54,9 @@
  * point.  A node is split, four children at a time, only when a covering or
  * a query needs it and it holds more than GR_NODE_MAX_EDGES edges, so the
  * work per query stays proportional to the edges near the point asked
- * about, never to the whole polygon.
+ * about, never to the whole polygon.  A split allocates everything before
+ * it links the children in, so an ERROR in the middle leaves the tree as
+ * it was: regions outlive scans (geo_regioncache.c).
  *
  * The containment of any point q of a node's rectangle follows from its
  * reference point r: walk the segment r->q, which stays inside the
@@ -727,17 +729,24 @@ node_pick_ref(const GrPlane *pl, GrNode *node)
 	return false;
 }
 
-/* Store the polygon set of the node's reference point */
+/*
+ * Store the polygon set of the node's reference point.  Allocates before
+ * it changes the node: regions outlive scans that end in an ERROR
+ * (geo_regioncache.c), so a refinement an ERROR interrupts must leave
+ * every node as it was or whole.
+ */
 static void
 node_set_in(GeoRegion *r, GrNode *node, const int *in, int nin)
 {
-	node->nin = nin;
-	node->in = NULL;
+	int		   *copy = NULL;
+
 	if (nin > 0)
 	{
-		node->in = region_alloc(r, nin * sizeof(int));
-		memcpy(node->in, in, nin * sizeof(int));
+		copy = region_alloc(r, nin * sizeof(int));
+		memcpy(copy, in, nin * sizeof(int));
 	}
+	node->in = copy;
+	node->nin = nin;
 }
 
 /*
@@ -846,9 +855,9 @@ node_split(GeoRegion *r, const GrPlane *pl, GrNode *node)
 	{
 		int			nin = parity_walk(r, pl, node, sx, sy, r->setbuf);
 
+		node_set_in(r, node, r->setbuf, nin);
 		node->rx = sx;
 		node->ry = sy;
-		node_set_in(r, node, r->setbuf, nin);
 	}
 	shared = (node->src == node && node->rx == sx && node->ry == sy);
 
@@ -2162,6 +2171,15 @@ georegion_relate_planar_point(GeoRegion *r, int cover_index, double lng, double 
 	/* the root box holds every point, so the relation is never NONE */
 	Assert(relation != GR_REL_NONE);
 	return (GeoRelation) relation;
+}
+
+GeoRelation
+georegion_relate_planar_cell(GeoRegion *r, int cover_index, S2CellId cell)
+{
+	GrNode	   *start = r->cover_nodes[cover_index];
+
+	Assert(r->kind == GR_PLANAR && cover_index >= 0 && cover_index < r->ncover);
+	return planar_cell_relation(r, cell, &start);
 }
 
 bool

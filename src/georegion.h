@@ -97,6 +97,14 @@ extern GeoRelation georegion_relate_leaf(GeoRegion *region, int cover_index,
  */
 extern GeoRelation georegion_relate_planar_point(GeoRegion *region, int cover_index,
 												 double lng, double lat);
+/*
+ * For a planar region, the decision for every entry of a cell within
+ * covering cell number cover_index, like the covering's own: it costs
+ * about as much as a few entries' decisions, so it pays where entries
+ * crowd
+ */
+extern GeoRelation georegion_relate_planar_cell(GeoRegion *region, int cover_index,
+												S2CellId cell);
 extern bool georegion_is_planar(const GeoRegion *region);
 /* vertices of a polygon region's rings (closing vertices included); 0 for a cap */
 extern int	georegion_nvertices(const GeoRegion *region);

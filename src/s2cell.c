@@ -657,6 +657,29 @@ s2_cellid_contains(S2CellId cell, S2CellId other)
 		other <= s2_cellid_range_max(cell);
 }
 
+int
+s2_cellid_common_level(S2CellId a, S2CellId b)
+{
+	/* the highest bit where the ids differ, or either's level bit if higher */
+	uint64_t	bits = a ^ b;
+	int			msb;
+
+	if (bits < id_lsb(a))
+		bits = id_lsb(a);
+	if (bits < id_lsb(b))
+		bits = id_lsb(b);
+#if defined(__GNUC__)
+	msb = 63 - __builtin_clzll(bits);
+#else
+	msb = 63;
+	while ((bits >> msb) == 0)
+		msb--;
+#endif
+	if (msb > 60)
+		return -1;
+	return (60 - msb) >> 1;
+}
+
 S2Point
 s2_cellid_to_point(S2CellId id)
 {

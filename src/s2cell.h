@@ -64,6 +64,8 @@ extern S2CellId s2_cellid_child(S2CellId id, int position);	/* 0..3, Hilbert ord
 extern S2CellId s2_cellid_range_min(S2CellId id);	/* smallest leaf id inside */
 extern S2CellId s2_cellid_range_max(S2CellId id);	/* largest leaf id inside */
 extern bool s2_cellid_contains(S2CellId cell, S2CellId other);
+/* level of the smallest cell holding both, -1 when on different faces */
+extern int	s2_cellid_common_level(S2CellId a, S2CellId b);
 /* center of the cell, unit length */
 extern S2Point s2_cellid_to_point(S2CellId id);
 /*

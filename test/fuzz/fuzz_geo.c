@@ -5,7 +5,10 @@
  *	0, 1	geo_decode_point (geometry, geography): a serialized PostGIS value
  *	2, 3	geo_decode_wkb_region (geodesic, planar edges): WKB polygons; a
  *			region that decodes is covered, and every sample point it
- *			contains must lie in a covering cell
+ *			contains must lie in a covering cell; an INSIDE cell (of the
+ *			covering, or for planar regions a cell within a PARTIAL one
+ *			judged whole) must hold only points the region contains, a
+ *			DISJOINT one none
  *	4	archer_cap_in: the text form of a cap; its covering must hold points
  *		well inside the cap in eight directions
  *	5	archer_cap_recv: the binary form, checked the same way
@@ -26,16 +29,41 @@ extern int	LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 extern Datum archer_cap_in(PG_FUNCTION_ARGS);
 extern Datum archer_cap_recv(PG_FUNCTION_ARGS);
 
-/* Is the leaf cell of (lat, lng) inside one of the cells? */
-static bool
-covered(const GeoCoverCell *cells, int ncells, double lat, double lng)
+/* Index of the covering cell holding the leaf cell of (lat, lng), or -1 */
+static int
+covering_cell_of(const GeoCoverCell *cells, int ncells, double lat, double lng)
 {
 	S2CellId	leaf = s2_cellid_from_point(s2_point_from_latlng(lat, lng));
 
 	for (int i = 0; i < ncells; i++)
 		if (s2_cellid_contains(cells[i].cellid, leaf))
-			return true;
-	return false;
+			return i;
+	return -1;
+}
+
+/*
+ * The decision for a cell holding the point, at a level between its
+ * covering cell's and the leaf's picked by pick, must agree with the exact
+ * predicate
+ */
+static void
+check_cell_decision(GeoRegion *region, const GeoCoverCell *cell, int cover_index,
+					double lat, double lng, uint8 pick)
+{
+	bool		contains = georegion_contains_point(region, lng, lat);
+	GeoRelation relation = cell->relation;
+
+	if (relation == GEO_PARTIAL && georegion_is_planar(region))
+	{
+		S2CellId	leaf = s2_cellid_from_point(s2_point_from_latlng(lat, lng));
+		int			level = s2_cellid_level(cell->cellid);
+
+		level += pick % (S2_MAX_LEVEL + 1 - level);
+		relation = georegion_relate_planar_cell(region, cover_index,
+												s2_cellid_parent(leaf, level));
+	}
+	if ((relation == GEO_INSIDE && !contains) || (relation == GEO_DISJOINT && contains))
+		abort();
 }
 
 static void
@@ -49,9 +77,16 @@ check_polygon_covering(GeoRegion *region, const uint8 *data, size_t size)
 	{
 		double		lng = ((data[i] << 8) | data[i + 1]) * (360.0 / 65535.0) - 180.0;
 		double		lat = ((data[i + 2] << 8) | data[i + 3]) * (180.0 / 65535.0) - 90.0;
+		int			cover_index = covering_cell_of(cells, ncells, lat, lng);
 
-		if (georegion_contains_point(region, lng, lat) && !covered(cells, ncells, lat, lng))
-			abort();
+		if (cover_index < 0)
+		{
+			if (georegion_contains_point(region, lng, lat))
+				abort();
+			continue;
+		}
+		check_cell_decision(region, &cells[cover_index], cover_index, lat, lng,
+							data[i] ^ data[i + 3]);
 	}
 }
 
@@ -78,7 +113,7 @@ check_cap_covering(const ArcherCap *cap, int max_cells, int dense_level)
 	int			ncells = georegion_cover(region, max_cells, dense_level, &cells);
 	double		angle = Min(cap->radius / GEO_EARTH_RADIUS, M_PI);
 
-	if (!covered(cells, ncells, cap->lat, cap->lng))
+	if (covering_cell_of(cells, ncells, cap->lat, cap->lng) < 0)
 		abort();
 	for (int k = 0; k < 8; k++)
 	{
@@ -86,7 +121,7 @@ check_cap_covering(const ArcherCap *cap, int max_cells, int dense_level)
 		double		lng;
 
 		destination(cap->lat, cap->lng, angle * 0.999, k * M_PI / 4, &lat, &lng);
-		if (!covered(cells, ncells, lat, lng))
+		if (covering_cell_of(cells, ncells, lat, lng) < 0)
 			abort();
 	}
 }

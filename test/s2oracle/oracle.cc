@@ -321,7 +321,13 @@ void CheckHierarchy(S2CellId leaf, S2CellId cell) {
           "contains(%s, %s)", IdStr(id).c_str(), IdStr(other.id()).c_str());
   CHECK(g, ar::s2_cellid_contains(other.id(), id) == other.contains(cell),
           "contains(%s, %s)", IdStr(other.id()).c_str(), IdStr(id).c_str());
+  CHECK(g, ar::s2_cellid_common_level(id, other.id()) == cell.GetCommonAncestorLevel(other),
+          "common_level(%s, %s)", IdStr(id).c_str(), IdStr(other.id()).c_str());
+  CHECK(g, ar::s2_cellid_common_level(leaf.id(), id) == level, "common_level(leaf, %s)",
+          IdStr(id).c_str());
   S2CellId next = cell.next_wrap();
+  CHECK(g, ar::s2_cellid_common_level(id, next.id()) == cell.GetCommonAncestorLevel(next),
+          "common_level(%s, next)", IdStr(id).c_str());
   CHECK(g, ar::s2_cellid_contains(id, next.id()) == cell.contains(next),
           "contains(%s, next)", IdStr(id).c_str());
 }
