@@ -158,10 +158,49 @@
 #include <float.h>
 #include <math.h>
 
+#include "common/hashfn.h"
 #include "miscadmin.h"
 #include "utils/memutils.h"
 
 #include "georegion.h"
+
+/*
+ * Planar cell decisions of georegion_relate_planar_cell, by cell id.  Its
+ * allocator uses only what the fuzzing stubs provide.
+ */
+typedef struct GrCellMemoEntry
+{
+	S2CellId	cellid;
+	uint8		relation;
+	char		status;			/* simplehash's */
+} GrCellMemoEntry;
+
+#define SH_PREFIX		cellmemo
+#define SH_ELEMENT_TYPE GrCellMemoEntry
+#define SH_KEY_TYPE		S2CellId
+#define SH_KEY			cellid
+#define SH_HASH_KEY(tb, key) murmurhash32((uint32) ((key) >> 32) ^ (uint32) (key))
+#define SH_EQUAL(tb, a, b) ((a) == (b))
+#define SH_SCOPE		static inline
+#define SH_USE_NONDEFAULT_ALLOCATOR
+#define SH_DECLARE
+#define SH_DEFINE
+#include "lib/simplehash.h"
+
+static inline void *
+cellmemo_allocate(cellmemo_hash *tb, Size size)
+{
+	void	   *p = MemoryContextAllocHuge(tb->ctx, size);
+
+	memset(p, 0, size);
+	return p;
+}
+
+static inline void
+cellmemo_free(cellmemo_hash *tb, void *pointer)
+{
+	pfree(pointer);
+}
 
 #define GR_DEG_PER_RAD		(180.0 / M_PI)
 #define GR_RAD_PER_DEG		(M_PI / 180.0)
@@ -180,6 +219,9 @@
 
 /* a covering stops splitting dense cells past this budget (georegion_cover) */
 #define GR_DENSE_MAX_CELLS	1024
+
+/* most cell decisions a planar region remembers (16 bytes each) */
+#define GR_CELL_MEMO_MAX	(1 << 18)
 
 /* a node with more edges than this is split when a query needs it */
 #define GR_NODE_MAX_EDGES	12
@@ -333,6 +375,8 @@ struct GeoRegion
 	GrNode	  **cover_nodes;
 	/* planar: the node where the last point decision ended (see relate_planar_point) */
 	GrNode	   *point_hint;
+	/* planar: decisions of georegion_relate_planar_cell; NULL until the first */
+	cellmemo_hash *cell_memo;
 };
 
 /* A covering candidate */
@@ -2173,13 +2217,32 @@ georegion_relate_planar_point(GeoRegion *r, int cover_index, double lng, double 
 	return (GeoRelation) relation;
 }
 
+/*
+ * Decisions are remembered: the same crowds come back with each scan of a
+ * cached region (geo_regioncache.c), and a lookup costs a small fraction of
+ * a decision
+ */
 GeoRelation
 georegion_relate_planar_cell(GeoRegion *r, int cover_index, S2CellId cell)
 {
 	GrNode	   *start = r->cover_nodes[cover_index];
+	GrCellMemoEntry *memo;
+	GeoRelation relation;
+	bool		found;
 
 	Assert(r->kind == GR_PLANAR && cover_index >= 0 && cover_index < r->ncover);
-	return planar_cell_relation(r, cell, &start);
+	if (r->cell_memo == NULL)
+		r->cell_memo = cellmemo_create(r->mcxt, 256, NULL);
+	memo = cellmemo_lookup(r->cell_memo, cell);
+	if (memo != NULL)
+		return (GeoRelation) memo->relation;
+	relation = planar_cell_relation(r, cell, &start);
+	if (r->cell_memo->members < GR_CELL_MEMO_MAX)
+	{
+		memo = cellmemo_insert(r->cell_memo, cell, &found);
+		memo->relation = (uint8) relation;
+	}
+	return relation;
 }
 
 bool
