@@ -1205,7 +1205,8 @@ bool
 geo_gettuple(IndexScanDesc scan, ScanDirection dir)
 {
 	GeoScanOpaque so = (GeoScanOpaque) scan->opaque;
-	GeoCandidate cand;
+	GeoCandidate ordered_cand;
+	GeoCandidate *cand;
 
 	if (so->no_match)
 		return false;
@@ -1213,9 +1214,10 @@ geo_gettuple(IndexScanDesc scan, ScanDirection dir)
 	{
 		bool		distance_null;
 
-		if (!next_ordered(scan, &cand, &distance_null))
+		if (!next_ordered(scan, &ordered_cand, &distance_null))
 			return false;
-		scan->xs_orderbyvals[0] = Float8GetDatum(cand.distance);
+		cand = &ordered_cand;
+		scan->xs_orderbyvals[0] = Float8GetDatum(cand->distance);
 		scan->xs_orderbynulls[0] = distance_null;
 		scan->xs_recheckorderby = !distance_null && !so->exact_order;
 	}
@@ -1226,13 +1228,14 @@ geo_gettuple(IndexScanDesc scan, ScanDirection dir)
 		/* an index-only scan reads few heap rows: all-visible pages it skips */
 		if (!scan->xs_want_itup)
 			prefetch_heap_rows(scan);
-		cand = so->cands[so->cand_pos++];
+		/* (a pointer: copying the candidate costs more than all the rest here) */
+		cand = &so->cands[so->cand_pos++];
 	}
-	scan->xs_heaptid = cand.entry.tid;
-	scan->xs_recheck = cand.recheck;
+	scan->xs_heaptid = cand->entry.tid;
+	scan->xs_recheck = cand->recheck;
 	if (scan->xs_want_itup)
 	{
-		scan->xs_itup = entry_itup(scan, &cand.entry, &cand.point);
+		scan->xs_itup = entry_itup(scan, &cand->entry, &cand->point);
 		scan->xs_itupdesc = RelationGetDescr(scan->indexRelation);
 	}
 	return true;
