@@ -107,7 +107,7 @@ table(['', ''], [
 	['archer GUCs', `archer.geo_max_cells=${meta.geo_max_cells}, archer.geo_polygon_max_cells=${meta.geo_polygon_max_cells}`],
 	['CPU', `${meta.cpu_model} × ${meta.cpu_count}`], ['memory', meta.memory],
 	['data dir', `${meta.data_fs}; ${meta.data_mount}`],
-	['timing', 'in the server (clock_timestamp around each execution of a PL/pgSQL-prepared statement), one client; warm-up pass, then ' + meta.passes + ' timed passes over all query parameters; q/s = the median pass; p50/p99 over all timed executions'],
+	['timing', 'in the server (clock_timestamp around each execution of a PL/pgSQL-prepared statement), one client; warm-up pass, then ' + meta.passes + ' timed passes over all query parameters, the participants taking turns pass by pass; q/s = the median pass; p50/p99 over all timed executions'],
 ]);
 
 if (loadA) {

@@ -191,8 +191,9 @@ END $$;
 -- PL/pgSQL prepares it once and re-executes it with new parameters: the
 -- same plan caching (custom plans, then maybe a generic one) as a client's
 -- prepared statement, without client round trips in the measurement.
---   bench_t_<kind>_<participant>(qset, passes): pass 0 is the warm-up; per
---       execution the elapsed clock_timestamp() time and the row count
+--   bench_t_<kind>_<participant>(qset, first_pass, last_pass): pass 0 is
+--       the warm-up; per execution the elapsed clock_timestamp() time and
+--       the row count
 --   bench_h_<kind>_<participant>(qset): per execution the md5 of the sorted
 --       answer ids (untimed)
 -- What a timed execution computes over the answer rows: polygons are
@@ -209,14 +210,14 @@ DECLARE
 BEGIN
 	FOR p IN SELECT * FROM bench_participant LOOP
 		EXECUTE format($f$
-CREATE OR REPLACE FUNCTION %I(p_qset text, p_passes int,
+CREATE OR REPLACE FUNCTION %I(p_qset text, p_first_pass int, p_last_pass int,
 	OUT o_pass int, OUT o_i int, OUT o_secs float8, OUT o_n bigint)
 RETURNS SETOF record LANGUAGE plpgsql AS $body$
 DECLARE
 	q bench_q;
 	t0 timestamptz;
 BEGIN
-	FOR pass IN 0..p_passes LOOP
+	FOR pass IN p_first_pass..p_last_pass LOOP
 		FOR q IN SELECT * FROM bench_q WHERE qset = p_qset ORDER BY i LOOP
 			t0 := clock_timestamp();
 			SELECT %s INTO o_n FROM (%s) s;
@@ -312,8 +313,11 @@ END $$;
 -- Runs and checks every participant of one query set:
 --   1. answers: each participant's per-query md5 against its reference's;
 --      a difference goes to bench_mismatch (bench/run then exits non-zero)
---   2. timing: warm-up pass + p_passes timed passes; per pass queries/s,
---      pooled p50/p99 latency, the median pass's queries/s
+--   2. timing: a warm-up pass of every participant, then p_passes timed
+--      passes, the participants taking turns within each pass (this host
+--      has slow spells of a minute or more, which then fall on every
+--      participant instead of on one); per pass queries/s, pooled p50/p99
+--      latency, the median pass's queries/s
 CREATE FUNCTION bench_query_set(p_kind text, p_qset text, p_passes int)
 RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
@@ -351,9 +355,12 @@ BEGIN
 
 	CREATE TEMP TABLE IF NOT EXISTS bench_lat (participant text, pass int, i int, secs float8, n bigint);
 	TRUNCATE bench_lat;
-	FOR p IN SELECT * FROM bench_participant WHERE qkind = p_kind ORDER BY participant LOOP
-		EXECUTE format('INSERT INTO bench_lat SELECT %L, o_pass, o_i, o_secs, o_n FROM %I(%L, %s)',
-					   p.participant, 'bench_t_' || p.qkind || '_' || p.participant, p_qset, p_passes);
+	FOR pass IN 0..p_passes LOOP
+		FOR p IN SELECT * FROM bench_participant WHERE qkind = p_kind ORDER BY participant LOOP
+			EXECUTE format('INSERT INTO bench_lat SELECT %L, o_pass, o_i, o_secs, o_n FROM %I(%L, %s, %s)',
+						   p.participant, 'bench_t_' || p.qkind || '_' || p.participant, p_qset,
+						   pass, pass);
+		END LOOP;
 	END LOOP;
 
 	-- the timed runs must have seen the same row counts as the hash runs
