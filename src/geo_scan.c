@@ -1097,13 +1097,16 @@ next_ordered(IndexScanDesc scan, GeoCandidate *result, bool *distance_null)
 
 /* ---- the access method interface ---- */
 
-/* Give back the polygon regions of the last rescan's keys */
+/* Give back the polygon regions of the last rescan's keys, once */
 static void
 release_regions(GeoScanOpaque so)
 {
 	for (int i = 0; i < so->nkeys; i++)
+	{
 		if (so->keys[i].cached != NULL)
 			geo_region_cache_release(so->keys[i].cached);
+		so->keys[i].cached = NULL;
+	}
 }
 
 void

@@ -99,9 +99,9 @@ extern GeoRelation georegion_relate_planar_point(GeoRegion *region, int cover_in
 												 double lng, double lat);
 /*
  * For a planar region, the decision for every entry of a cell within
- * covering cell number cover_index, like the covering's own: it costs
- * about as much as a few entries' decisions, so it pays where entries
- * crowd
+ * covering cell number cover_index, like the covering's own: the first
+ * time it costs about as much as a few entries' decisions, then the region
+ * remembers it, so it pays where entries crowd
  */
 extern GeoRelation georegion_relate_planar_cell(GeoRegion *region, int cover_index,
 												S2CellId cell);
