@@ -91,14 +91,13 @@ free_slot(RegionCacheSlot *slot)
 	memset(slot, 0, sizeof(RegionCacheSlot));
 }
 
-/* Drop the unused slots whose quadtree has grown too large */
+/* Drop the slot if no scan holds it and its quadtree has grown too large */
 static void
-drop_oversized(void)
+drop_if_oversized(RegionCacheSlot *slot)
 {
-	for (int i = 0; i < REGION_CACHE_SLOTS; i++)
-		if (slots[i].mcxt != NULL && slots[i].refs == 0 &&
-			MemoryContextMemAllocated(slots[i].mcxt, true) > REGION_CACHE_SLOT_MAX_BYTES)
-			free_slot(&slots[i]);
+	if (slot->mcxt != NULL && slot->refs == 0 &&
+		MemoryContextMemAllocated(slot->mcxt, true) > REGION_CACHE_SLOT_MAX_BYTES)
+		free_slot(slot);
 }
 
 /* At the end of a transaction no scan holds a slot any more */
@@ -112,8 +111,10 @@ region_cache_xact_callback(XactEvent event, void *arg)
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
 			for (int i = 0; i < REGION_CACHE_SLOTS; i++)
+			{
 				slots[i].refs = 0;
-			drop_oversized();
+				drop_if_oversized(&slots[i]);
+			}
 			break;
 		default:
 			break;
@@ -216,7 +217,7 @@ geo_region_cache_release(GeoCachedRegion *cached)
 		{
 			if (slots[i].refs > 0)
 				slots[i].refs--;
-			drop_oversized();
+			drop_if_oversized(&slots[i]);
 			return;
 		}
 	}
