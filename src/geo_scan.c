@@ -76,6 +76,13 @@
 #define GEO_CROWD_ENTRIES			2
 #define GEO_CROWD_LEVEL_STEP		2
 /*
+ * An entry without such a crowd is judged by its cell this many levels
+ * below the covering cell (or the PARTIAL cell it is known to be in): only
+ * entries near an edge then decode their points.  Dev cluster, Brazil: 1/2
+ * as many decoded; 5, 8 and 12 levels alike.
+ */
+#define GEO_LONE_LEVELS			8
+/*
  * How many rows ahead a condition scan has the CPU load the heap page
  * header and line pointer of a row it will return, and then the tuple
  * (the line pointer, loaded by then, says where it is)
@@ -89,12 +96,16 @@ typedef struct GeoKeyState
 	GeoCoverCell *cells;
 	int			ncells;
 	GeoCachedRegion *cached;	/* polygons: where region and cells come from */
+	bool		planar;			/* georegion_is_planar(region) */
 
 	/*
 	 * Planar polygons: the last cell inside a PARTIAL covering cell that was
-	 * judged as a whole (0: none yet), see relate_crowd
+	 * judged as a whole, its level and key range (empty: none yet), see
+	 * relate_crowd
 	 */
-	S2CellId	crowd_cellid;
+	int			crowd_level;
+	uint64		crowd_lo;
+	uint64		crowd_hi;
 	GeoRelation crowd_relation;
 } GeoKeyState;
 
@@ -114,7 +125,6 @@ typedef struct GeoCandidate
 	GeoLeafEntry entry;
 	GeoEntryPoint point;
 	bool		recheck;
-	char	   *heap_page;		/* set by the prefetch: where the row's page was */
 } GeoCandidate;
 
 typedef struct GeoRange
@@ -153,13 +163,22 @@ typedef struct GeoScanOpaqueData
 	GeoLeafEntry *range_entries;	/* one leaf's entries in range, and the buffer's */
 	GeoLeafHint leaf_hint;
 
-	/* matching entries waiting to be returned */
+	/* ordered scans: entries waiting to be returned */
 	GeoCandidate *cands;
 	int			ncands;
 	int			maxcands;
 	int			cand_pos;
 
-	/* condition scans: position in the covering of keys[0] */
+	/*
+	 * Condition scans: the matching entries of one leaf, moved to the front
+	 * of range_entries, with their recheck flags and (for the prefetch) the
+	 * address of their heap pages; and the position in the covering of
+	 * keys[0]
+	 */
+	int			nmatched;
+	int			match_pos;
+	bool	   *match_recheck;
+	char	  **match_heap_page;
 	int			cur_cell;
 	BlockNumber next_blkno;		/* next leaf of the current range, or Invalid */
 	GeoKey		range_hikey;	/* high key of the last leaf read in the range */
@@ -234,7 +253,6 @@ add_candidate(GeoScanOpaque so, const GeoLeafEntry *entry, const GeoEntryPoint *
 	so->cands[so->ncands].entry = *entry;
 	so->cands[so->ncands].point = *point;
 	so->cands[so->ncands].recheck = recheck;
-	so->cands[so->ncands].heap_page = NULL;
 	so->cands[so->ncands].distance = distance;
 	so->ncands++;
 }
@@ -266,27 +284,34 @@ find_cover_cell(const GeoKeyState *key, uint64 cellid)
  * entry's own decision decodes its point: entries crowd in cities, so a
  * finer cell holding this entry and the one GEO_CROWD_ENTRIES after it
  * (ahead, NULL if none) is judged as a whole, and that decision serves
- * every entry in it that follows.  PARTIAL when no such cell decides.
+ * every entry in it that follows; a lone entry's cell GEO_LONE_LEVELS
+ * down serves likewise.  PARTIAL when no such cell decides.
  */
 static GeoRelation
 relate_crowd(GeoKeyState *key, int cell, const GeoLeafEntry *entry,
 			 const GeoLeafEntry *ahead)
 {
-	bool		known = key->crowd_cellid != 0 &&
-		s2_cellid_contains(key->crowd_cellid, entry->cellid);
+	bool		known = entry->cellid >= key->crowd_lo && entry->cellid <= key->crowd_hi;
+	int			base_level;
+	int			min_level;
 	int			level;
+	S2CellId	crowd;
 
 	if (known && key->crowd_relation != GEO_PARTIAL)
 		return key->crowd_relation;
-	if (ahead == NULL)
+	base_level = known ? key->crowd_level : s2_cellid_level(key->cells[cell].cellid);
+	min_level = base_level + (known ? GEO_CROWD_LEVEL_STEP : 1);
+	level = ahead ? s2_cellid_common_level(entry->cellid, ahead->cellid) : 0;
+	/* a lone entry: its cell some levels down */
+	if (level < min_level)
+		level = Min(base_level + GEO_LONE_LEVELS, S2_MAX_LEVEL);
+	if (level < min_level)
 		return GEO_PARTIAL;
-	level = s2_cellid_common_level(entry->cellid, ahead->cellid);
-	/* the covering cell itself is PARTIAL, and so may be a known cell */
-	if (level <= s2_cellid_level(key->cells[cell].cellid) ||
-		(known && level < s2_cellid_level(key->crowd_cellid) + GEO_CROWD_LEVEL_STEP))
-		return GEO_PARTIAL;
-	key->crowd_cellid = s2_cellid_parent(entry->cellid, level);
-	key->crowd_relation = georegion_relate_planar_cell(key->region, cell, key->crowd_cellid);
+	crowd = s2_cellid_parent(entry->cellid, level);
+	key->crowd_level = level;
+	key->crowd_lo = s2_cellid_range_min(crowd);
+	key->crowd_hi = s2_cellid_range_max(crowd);
+	key->crowd_relation = georegion_relate_planar_cell(key->region, cell, crowd);
 	return key->crowd_relation;
 }
 
@@ -303,7 +328,7 @@ relate_entry(GeoKeyState *key, int cell, const GeoLeafEntry *entry,
 		return GEO_DISJOINT;
 	if (key->cells[cell].relation == GEO_INSIDE)
 		return GEO_INSIDE;
-	if (georegion_is_planar(key->region))
+	if (key->planar)
 	{
 		GeoRelation crowd = relate_crowd(key, cell, entry, ahead);
 
@@ -463,9 +488,13 @@ static void
 load_buffered(IndexScanDesc scan)
 {
 	GeoScanOpaque so = (GeoScanOpaque) scan->opaque;
+	int			capacity;
 
 	so->buffered = geo_buffer_collect(scan->indexRelation, &so->nbuffered);
-	so->range_entries = palloc(sizeof(GeoLeafEntry) * (GEO_LEAF_CAPACITY + so->nbuffered));
+	capacity = GEO_LEAF_CAPACITY + so->nbuffered;
+	so->range_entries = palloc(sizeof(GeoLeafEntry) * capacity);
+	so->match_recheck = palloc(sizeof(bool) * capacity);
+	so->match_heap_page = palloc(sizeof(char *) * capacity);
 	if (so->nbuffered == 0)
 		return;
 	so->buffered_tids = palloc(sizeof(ItemPointerData) * so->nbuffered);
@@ -591,6 +620,26 @@ static const ExpandedObjectMethods lazy_point_methods = {
 	lazy_point_flatten
 };
 
+/* The lazy point of a scan and the index tuple that points to it */
+static pg_noinline void
+prepare_lazy_itup(IndexScanDesc scan)
+{
+	GeoScanOpaque so = (GeoScanOpaque) scan->opaque;
+	MemoryContext oldcxt = MemoryContextSwitchTo(so->itupcxt);
+	Size		hoff = IndexInfoFindDataOffset(0);
+	Size		size = MAXALIGN(hoff + EXPANDED_POINTER_SIZE);
+
+	so->lazy = palloc0(sizeof(GeoLazyPoint));
+	EOH_init_header(&so->lazy->hdr, &lazy_point_methods, so->itupcxt);
+	so->lazy->plain = (struct varlena *)
+		DatumGetPointer(geo_postgis_plain_point(so->kind == GEO_COLUMN_GEOGRAPHY));
+	so->lazy_itup = palloc0(size);
+	so->lazy_itup->t_info = size | INDEX_VAR_MASK;
+	memcpy((char *) so->lazy_itup + hoff, DatumGetPointer(EOHPGetRODatum(&so->lazy->hdr)),
+		   EXPANDED_POINTER_SIZE);
+	MemoryContextSwitchTo(oldcxt);
+}
+
 /* The index tuple of an entry whose code holds a value, PostGIS columns */
 static IndexTuple
 lazy_value_itup(IndexScanDesc scan, const GeoLeafEntry *entry)
@@ -598,21 +647,7 @@ lazy_value_itup(IndexScanDesc scan, const GeoLeafEntry *entry)
 	GeoScanOpaque so = (GeoScanOpaque) scan->opaque;
 
 	if (so->lazy == NULL)
-	{
-		MemoryContext oldcxt = MemoryContextSwitchTo(so->itupcxt);
-		Size		hoff = IndexInfoFindDataOffset(0);
-		Size		size = MAXALIGN(hoff + EXPANDED_POINTER_SIZE);
-
-		so->lazy = palloc0(sizeof(GeoLazyPoint));
-		EOH_init_header(&so->lazy->hdr, &lazy_point_methods, so->itupcxt);
-		so->lazy->plain = (struct varlena *)
-			DatumGetPointer(geo_postgis_plain_point(so->kind == GEO_COLUMN_GEOGRAPHY));
-		so->lazy_itup = palloc0(size);
-		so->lazy_itup->t_info = size | INDEX_VAR_MASK;
-		memcpy((char *) so->lazy_itup + hoff, DatumGetPointer(EOHPGetRODatum(&so->lazy->hdr)),
-			   EXPANDED_POINTER_SIZE);
-		MemoryContextSwitchTo(oldcxt);
-	}
+		prepare_lazy_itup(scan);
 	so->lazy->entry = *entry;
 	return so->lazy_itup;
 }
@@ -653,15 +688,16 @@ heap_value_itup(IndexScanDesc scan, const GeoLeafEntry *entry)
 	return so->heap_itup;
 }
 
-/* The index tuple an index-only scan returns for an entry; valid until the next call */
+/*
+ * The index tuple of an entry for an index-only scan, once its point is
+ * decoded (and in point columns, where a value is cheap); valid until the
+ * next call
+ */
 static IndexTuple
 entry_itup(IndexScanDesc scan, const GeoLeafEntry *entry, GeoEntryPoint *point)
 {
 	GeoScanOpaque so = (GeoScanOpaque) scan->opaque;
 
-	if (point->kind == POINT_UNDECODED && so->kind != GEO_COLUMN_POINT &&
-		geo_point_code_kind(entry) == GEO_POINT_VALUE)
-		return lazy_value_itup(scan, entry);
 	decode_point(entry, point);
 	switch (point->kind)
 	{
@@ -689,23 +725,84 @@ entry_itup(IndexScanDesc scan, const GeoLeafEntry *entry, GeoEntryPoint *point)
 	return heap_value_itup(scan, entry);
 }
 
+/* entry_itup for an entry not decoded yet (out of line: keeps the point off hot stacks) */
+static pg_noinline IndexTuple
+undecoded_entry_itup(IndexScanDesc scan, const GeoLeafEntry *entry)
+{
+	GeoEntryPoint point = {POINT_UNDECODED};
+
+	return entry_itup(scan, entry, &point);
+}
+
+/*
+ * Give an index-only scan the entry's value, lazily where that pays; point
+ * is the entry's point if decoded, or NULL
+ */
+static void
+return_entry_itup(IndexScanDesc scan, const GeoLeafEntry *entry, GeoEntryPoint *point)
+{
+	GeoScanOpaque so = (GeoScanOpaque) scan->opaque;
+
+	if ((point == NULL || point->kind == POINT_UNDECODED) &&
+		so->kind != GEO_COLUMN_POINT && geo_point_code_kind(entry) == GEO_POINT_VALUE)
+		scan->xs_itup = lazy_value_itup(scan, entry);
+	else if (point == NULL)
+		scan->xs_itup = undecoded_entry_itup(scan, entry);
+	else
+		scan->xs_itup = entry_itup(scan, entry, point);
+	scan->xs_itupdesc = RelationGetDescr(scan->indexRelation);
+}
+
 /* ---- condition scans ---- */
 
 /*
- * Refill the candidates from the next leaf page of the covering of keys[0];
- * false at the end.  A scan without conditions reads every entry, NULL and
- * empty points included.
+ * Move the entries of so->range_entries (nentries of them, from the current
+ * covering cell) that pass every condition to its front, with their
+ * recheck flags; returns how many.  They keep their order: relate_crowd
+ * looks for crowds among neighbours in key order.
  */
-static bool
+static int
+keep_matches(GeoScanOpaque so, int nentries)
+{
+	GeoLeafEntry *entries = so->range_entries;
+	int			nkept = 0;
+
+	/* most entries of a large region are in INSIDE cells: nothing to decide */
+	if (so->nkeys == 1 && so->keys[0].cells[so->cur_cell].relation == GEO_INSIDE)
+	{
+		memset(so->match_recheck, 0, sizeof(bool) * nentries);
+		return nentries;
+	}
+	for (int i = 0; i < nentries; i++)
+	{
+		GeoEntryPoint point = {POINT_UNDECODED};
+		bool		recheck;
+
+		/* (entries[i + GEO_CROWD_ENTRIES] is still in place: nkept <= i) */
+		if (!entry_matches(so, so->cur_cell, &entries[i],
+						   entry_ahead(entries, nentries, i), &point, &recheck))
+			continue;
+		if (nkept != i)
+			entries[nkept] = entries[i];
+		so->match_recheck[nkept++] = recheck;
+	}
+	return nkept;
+}
+
+/*
+ * Read the next leaf page of the covering of keys[0] that has matching
+ * entries; false at the end.  A scan without conditions reads every entry,
+ * NULL and empty points included.
+ */
+static pg_noinline bool
 next_condition_batch(IndexScanDesc scan)
 {
 	GeoScanOpaque so = (GeoScanOpaque) scan->opaque;
 	GeoKeyState *first = &so->keys[0];
-	GeoLeafEntry *entries = so->range_entries;
 
-	so->ncands = 0;
-	so->cand_pos = 0;
-	while (so->ncands == 0)
+	so->nmatched = 0;
+	so->match_pos = 0;
+	while (so->nmatched == 0)
 	{
 		uint64		lo = 0;
 		uint64		hi = UINT64_MAX;
@@ -722,18 +819,11 @@ next_condition_batch(IndexScanDesc scan)
 			return false;
 		CHECK_FOR_INTERRUPTS();
 		nentries = read_range(scan, lo, hi, &so->next_blkno, &so->range_hikey);
-		for (int i = 0; i < nentries; i++)
-		{
-			GeoEntryPoint point = {POINT_UNDECODED};
-			bool		recheck;
-
-			if (entry_matches(so, so->cur_cell, &entries[i],
-							  entry_ahead(entries, nentries, i), &point, &recheck))
-				add_candidate(so, &entries[i], &point, recheck, 0);
-		}
+		so->nmatched = keep_matches(so, nentries);
 		if (so->next_blkno == InvalidBlockNumber)
 			so->cur_cell++;
 	}
+	memset(so->match_heap_page, 0, sizeof(char *) * so->nmatched);
 	return true;
 }
 
@@ -1124,6 +1214,7 @@ geo_rescan(IndexScanDesc scan, ScanKey keys, int nkeys, ScanKey orderbys, int no
 	MemoryContextReset(so->scancxt);
 	so->cands = NULL;
 	so->ncands = so->maxcands = so->cand_pos = 0;
+	so->nmatched = so->match_pos = 0;
 	so->cur_cell = 0;
 	so->next_blkno = InvalidBlockNumber;
 	so->leaf_hint.blkno = InvalidBlockNumber;
@@ -1168,6 +1259,9 @@ geo_rescan(IndexScanDesc scan, ScanKey keys, int nkeys, ScanKey orderbys, int no
 		}
 		else
 			elog(ERROR, "archer_geo: unexpected strategy %d", key->sk_strategy);
+		state->planar = georegion_is_planar(state->region);
+		state->crowd_lo = 1;	/* an empty range */
+		state->crowd_hi = 0;
 	}
 	if (so->ordered)
 	{
@@ -1193,54 +1287,56 @@ static void
 prefetch_heap_rows(IndexScanDesc scan)
 {
 	GeoScanOpaque so = (GeoScanOpaque) scan->opaque;
-	int			page_pos = so->cand_pos + GEO_PREFETCH_PAGE_AHEAD;
-	int			tuple_pos = so->cand_pos + GEO_PREFETCH_TUPLE_AHEAD;
+	int			page_pos = so->match_pos + GEO_PREFETCH_PAGE_AHEAD;
+	int			tuple_pos = so->match_pos + GEO_PREFETCH_TUPLE_AHEAD;
 
-	if (page_pos < so->ncands)
-		so->cands[page_pos].heap_page =
-			archer_prefetch_heap_tuple(scan, &so->cands[page_pos].entry.tid);
-	if (tuple_pos < so->ncands)
-		archer_prefetch_heap_tuple_data(so->cands[tuple_pos].heap_page,
-										&so->cands[tuple_pos].entry.tid);
+	if (page_pos < so->nmatched)
+		so->match_heap_page[page_pos] =
+			archer_prefetch_heap_tuple(scan, &so->range_entries[page_pos].tid);
+	if (tuple_pos < so->nmatched)
+		archer_prefetch_heap_tuple_data(so->match_heap_page[tuple_pos],
+										&so->range_entries[tuple_pos].tid);
+}
+
+static pg_noinline bool
+ordered_gettuple(IndexScanDesc scan)
+{
+	GeoScanOpaque so = (GeoScanOpaque) scan->opaque;
+	GeoCandidate cand;
+	bool		distance_null;
+
+	if (!next_ordered(scan, &cand, &distance_null))
+		return false;
+	scan->xs_heaptid = cand.entry.tid;
+	scan->xs_recheck = cand.recheck;
+	scan->xs_orderbyvals[0] = Float8GetDatum(cand.distance);
+	scan->xs_orderbynulls[0] = distance_null;
+	scan->xs_recheckorderby = !distance_null && !so->exact_order;
+	if (scan->xs_want_itup)
+		return_entry_itup(scan, &cand.entry, &cand.point);
+	return true;
 }
 
 bool
 geo_gettuple(IndexScanDesc scan, ScanDirection dir)
 {
 	GeoScanOpaque so = (GeoScanOpaque) scan->opaque;
-	GeoCandidate ordered_cand;
-	GeoCandidate *cand;
+	const GeoLeafEntry *entry;
 
 	if (so->no_match)
 		return false;
 	if (so->ordered)
-	{
-		bool		distance_null;
-
-		if (!next_ordered(scan, &ordered_cand, &distance_null))
-			return false;
-		cand = &ordered_cand;
-		scan->xs_orderbyvals[0] = Float8GetDatum(cand->distance);
-		scan->xs_orderbynulls[0] = distance_null;
-		scan->xs_recheckorderby = !distance_null && !so->exact_order;
-	}
-	else
-	{
-		if (so->cand_pos >= so->ncands && !next_condition_batch(scan))
-			return false;
-		/* an index-only scan reads few heap rows: all-visible pages it skips */
-		if (!scan->xs_want_itup)
-			prefetch_heap_rows(scan);
-		/* (a pointer: copying the candidate costs more than all the rest here) */
-		cand = &so->cands[so->cand_pos++];
-	}
-	scan->xs_heaptid = cand->entry.tid;
-	scan->xs_recheck = cand->recheck;
+		return ordered_gettuple(scan);
+	if (so->match_pos >= so->nmatched && !next_condition_batch(scan))
+		return false;
+	/* an index-only scan reads few heap rows: all-visible pages it skips */
+	if (!scan->xs_want_itup)
+		prefetch_heap_rows(scan);
+	entry = &so->range_entries[so->match_pos];
+	scan->xs_heaptid = entry->tid;
+	scan->xs_recheck = so->match_recheck[so->match_pos++];
 	if (scan->xs_want_itup)
-	{
-		scan->xs_itup = entry_itup(scan, &cand->entry, &cand->point);
-		scan->xs_itupdesc = RelationGetDescr(scan->indexRelation);
-	}
+		return_entry_itup(scan, entry, NULL);
 	return true;
 }
 
