@@ -77,9 +77,10 @@
 #define GEO_CROWD_LEVEL_STEP		2
 /*
  * An entry without such a crowd is judged by its cell this many levels
- * below the covering cell (or the PARTIAL cell it is known to be in): only
- * entries near an edge then decode their points.  Dev cluster, Brazil: 1/2
- * as many decoded; 5, 8 and 12 levels alike.
+ * below the covering cell (or the PARTIAL cell it is known to be in), and
+ * so is an entry whose crowd straddles an edge: only entries very near an
+ * edge then decode their points.  Dev cluster, Brazil: 71 points decoded
+ * per count instead of 4,500; 5, 8 and 12 levels alike.
  */
 #define GEO_LONE_LEVELS			8
 /*
@@ -279,6 +280,19 @@ find_cover_cell(const GeoKeyState *key, uint64 cellid)
 	return -1;
 }
 
+/* Judge the entry's cell at the given level as a whole, and make it the known crowd */
+static GeoRelation
+judge_crowd(GeoKeyState *key, int cell, const GeoLeafEntry *entry, int level)
+{
+	S2CellId	crowd = s2_cellid_parent(entry->cellid, level);
+
+	key->crowd_level = level;
+	key->crowd_lo = s2_cellid_range_min(crowd);
+	key->crowd_hi = s2_cellid_range_max(crowd);
+	key->crowd_relation = georegion_relate_planar_cell(key->region, cell, crowd);
+	return key->crowd_relation;
+}
+
 /*
  * An entry in a PARTIAL covering cell of a planar polygon, where each
  * entry's own decision decodes its point: entries crowd in cities, so a
@@ -295,7 +309,6 @@ relate_crowd(GeoKeyState *key, int cell, const GeoLeafEntry *entry,
 	int			base_level;
 	int			min_level;
 	int			level;
-	S2CellId	crowd;
 
 	if (known && key->crowd_relation != GEO_PARTIAL)
 		return key->crowd_relation;
@@ -307,11 +320,12 @@ relate_crowd(GeoKeyState *key, int cell, const GeoLeafEntry *entry,
 		level = Min(base_level + GEO_LONE_LEVELS, S2_MAX_LEVEL);
 	if (level < min_level)
 		return GEO_PARTIAL;
-	crowd = s2_cellid_parent(entry->cellid, level);
-	key->crowd_level = level;
-	key->crowd_lo = s2_cellid_range_min(crowd);
-	key->crowd_hi = s2_cellid_range_max(crowd);
-	key->crowd_relation = georegion_relate_planar_cell(key->region, cell, crowd);
+	if (judge_crowd(key, cell, entry, level) == GEO_PARTIAL &&
+		level < base_level + GEO_LONE_LEVELS && level < S2_MAX_LEVEL)
+	{
+		/* a crowd across an edge: the entry's own cell further down may decide it */
+		judge_crowd(key, cell, entry, Min(level + GEO_LONE_LEVELS, S2_MAX_LEVEL));
+	}
 	return key->crowd_relation;
 }
 
