@@ -217,6 +217,8 @@ geo_region_cache_release(GeoCachedRegion *cached)
 		{
 			if (slots[i].refs > 0)
 				slots[i].refs--;
+			if (slots[i].refs == 0)
+				georegion_settle(cached->region);
 			drop_if_oversized(&slots[i]);
 			return;
 		}

@@ -377,6 +377,15 @@ struct GeoRegion
 	GrNode	   *point_hint;
 	/* planar: decisions of georegion_relate_planar_cell; NULL until the first */
 	cellmemo_hash *cell_memo;
+
+	/*
+	 * planar: the decisions as of the last georegion_settle, sorted by cell
+	 * id, and where the last search in them ended (see sorted_memo_find)
+	 */
+	S2CellId   *sorted_cells;
+	uint8	   *sorted_relations;
+	int			nsorted;
+	int			sorted_finger;
 };
 
 /* A covering candidate */
@@ -2218,6 +2227,102 @@ georegion_relate_planar_point(GeoRegion *r, int cover_index, double lng, double 
 }
 
 /*
+ * The position of cell in r->sorted_cells, or -1.  Scans ask for cells
+ * roughly in key order, so the search gallops from where the last one
+ * ended: it reads a few neighbouring ids instead of a hash bucket anywhere
+ * in memory.
+ */
+static int
+sorted_memo_find(GeoRegion *r, S2CellId cell)
+{
+	const S2CellId *ids = r->sorted_cells;
+	int			n = r->nsorted;
+	int			lo;
+	int			hi;
+	int			step = 1;
+
+	if (ids[r->sorted_finger] < cell)
+	{
+		/* ids[lo - 1] < cell */
+		lo = r->sorted_finger + 1;
+		while (lo + step - 1 < n && ids[lo + step - 1] < cell)
+		{
+			lo += step;
+			step <<= 1;
+		}
+		hi = Min(lo + step - 1, n);
+	}
+	else
+	{
+		/* ids[hi] >= cell */
+		hi = r->sorted_finger;
+		while (hi - step >= 0 && ids[hi - step] >= cell)
+		{
+			hi -= step;
+			step <<= 1;
+		}
+		lo = Max(hi - step + 1, 0);
+	}
+	/* the first id >= cell is in [lo, hi] */
+	while (lo < hi)
+	{
+		int			mid = lo + (hi - lo) / 2;
+
+		if (ids[mid] < cell)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	r->sorted_finger = Min(lo, n - 1);
+	return (lo < n && ids[lo] == cell) ? lo : -1;
+}
+
+static int
+memo_entry_cmp(const void *a, const void *b)
+{
+	S2CellId	x = ((const GrCellMemoEntry *) a)->cellid;
+	S2CellId	y = ((const GrCellMemoEntry *) b)->cellid;
+
+	return (x > y) - (x < y);
+}
+
+void
+georegion_settle(GeoRegion *r)
+{
+	cellmemo_iterator iter;
+	GrCellMemoEntry *memo;
+	GrCellMemoEntry *entries;
+	S2CellId   *cells;
+	uint8	   *relations;
+	int			n = 0;
+
+	if (r->cell_memo == NULL || r->cell_memo->members == (uint32) r->nsorted)
+		return;
+	entries = region_alloc(r, sizeof(GrCellMemoEntry) * r->cell_memo->members);
+	cellmemo_start_iterate(r->cell_memo, &iter);
+	while ((memo = cellmemo_iterate(r->cell_memo, &iter)) != NULL)
+		entries[n++] = *memo;
+	qsort(entries, n, sizeof(GrCellMemoEntry), memo_entry_cmp);
+	cells = region_alloc(r, sizeof(S2CellId) * n);
+	relations = region_alloc(r, n);
+	for (int i = 0; i < n; i++)
+	{
+		cells[i] = entries[i].cellid;
+		relations[i] = entries[i].relation;
+	}
+	pfree(entries);
+	if (r->sorted_cells != NULL)
+	{
+		pfree(r->sorted_cells);
+		pfree(r->sorted_relations);
+	}
+	r->sorted_cells = cells;
+	r->sorted_relations = relations;
+	r->nsorted = n;
+	r->sorted_finger = 0;
+}
+
+/*
  * Decisions are remembered: the same crowds come back with each scan of a
  * cached region (geo_regioncache.c), and a lookup costs a small fraction of
  * a decision
@@ -2231,6 +2336,13 @@ georegion_relate_planar_cell(GeoRegion *r, int cover_index, S2CellId cell)
 	bool		found;
 
 	Assert(r->kind == GR_PLANAR && cover_index >= 0 && cover_index < r->ncover);
+	if (r->nsorted > 0)
+	{
+		int			pos = sorted_memo_find(r, cell);
+
+		if (pos >= 0)
+			return (GeoRelation) r->sorted_relations[pos];
+	}
 	if (r->cell_memo == NULL)
 		r->cell_memo = cellmemo_create(r->mcxt, 256, NULL);
 	memo = cellmemo_lookup(r->cell_memo, cell);

@@ -105,6 +105,11 @@ extern GeoRelation georegion_relate_planar_point(GeoRegion *region, int cover_in
  */
 extern GeoRelation georegion_relate_planar_cell(GeoRegion *region, int cover_index,
 												S2CellId cell);
+/*
+ * Between scans of a kept region: files the decisions remembered so far
+ * where scans in key order find them fastest
+ */
+extern void georegion_settle(GeoRegion *region);
 extern bool georegion_is_planar(const GeoRegion *region);
 /* vertices of a polygon region's rings (closing vertices included); 0 for a cap */
 extern int	georegion_nvertices(const GeoRegion *region);

@@ -66,13 +66,14 @@ check_cell_decision(GeoRegion *region, const GeoCoverCell *cell, int cover_index
 		abort();
 }
 
+/*
+ * Cell decisions for points sampled from the input's bytes, anywhere on
+ * the globe; salt varies the cells' levels
+ */
 static void
-check_polygon_covering(GeoRegion *region, const uint8 *data, size_t size)
+check_sampled_points(GeoRegion *region, const GeoCoverCell *cells, int ncells,
+					 const uint8 *data, size_t size, uint8 salt)
 {
-	GeoCoverCell *cells;
-	int			ncells = georegion_cover(region, 4 + (size % 61), -1, &cells);
-
-	/* sample points from the input's bytes, anywhere on the globe */
 	for (size_t i = 0; i + 4 <= size && i < 64; i += 4)
 	{
 		double		lng = ((data[i] << 8) | data[i + 1]) * (360.0 / 65535.0) - 180.0;
@@ -86,8 +87,21 @@ check_polygon_covering(GeoRegion *region, const uint8 *data, size_t size)
 			continue;
 		}
 		check_cell_decision(region, &cells[cover_index], cover_index, lat, lng,
-							data[i] ^ data[i + 3]);
+							data[i] ^ data[i + 3] ^ salt);
 	}
+}
+
+static void
+check_polygon_covering(GeoRegion *region, const uint8 *data, size_t size)
+{
+	GeoCoverCell *cells;
+	int			ncells = georegion_cover(region, 4 + (size % 61), -1, &cells);
+
+	check_sampled_points(region, cells, ncells, data, size, 0);
+	/* remembered decisions, filed as between scans, and new ones besides */
+	georegion_settle(region);
+	check_sampled_points(region, cells, ncells, data, size, 0);
+	check_sampled_points(region, cells, ncells, data, size, 1);
 }
 
 /* The point at angle (radians) from (lat, lng) towards bearing (radians) */
