@@ -478,6 +478,8 @@ read_range_page(Relation index, uint64 lo, uint64 hi, BlockNumber *blkno,
 		*blkno = opaque->rightlink;
 		hikey->cellid = opaque->hikey_cellid;
 		hikey->tid = opaque->hikey_tid;
+		/* loaded while this page's rows are returned */
+		archer_prefetch_page(index, *blkno);
 	}
 	else
 	{

@@ -469,38 +469,51 @@ archer_validate_opclass(Oid opclassoid, const char *amname, int nstrategies,
 }
 
 /*
+ * The buffer pool's slot of a block, or -1 when it is not there.  Looked up
+ * under its mapping partition's lock but not pinned: the callers only ask
+ * the CPU to load memory.  If the buffer is evicted meanwhile the hint is
+ * merely useless (every address read or prefetched stays inside the buffer
+ * pool), and the real read pins and checks as always.
+ */
+static int
+unpinned_buffer_id(Relation rel, BlockNumber blkno)
+{
+	BufferTag	tag;
+	uint32		hash;
+	LWLock	   *partition;
+	int			buf_id;
+
+	if (RelationUsesLocalBuffers(rel))
+		return -1;
+	INIT_BUFFERTAG(tag, rel->rd_node, MAIN_FORKNUM, blkno);
+	hash = BufTableHashCode(&tag);
+	partition = BufMappingPartitionLock(hash);
+	LWLockAcquire(partition, LW_SHARED);
+	buf_id = BufTableLookup(&tag, hash);
+	LWLockRelease(partition);
+	return buf_id;
+}
+
+/*
  * Ask the CPU to load, ahead of the executor's fetch, the heap page header
  * and line pointer of a TID an index scan is about to return; returns the
  * page's address in the buffer pool (NULL if it is not there) for
  * archer_prefetch_heap_tuple_data, called a little later.  A scan that
  * returns thousands of rows from a table in no particular order spends
  * most of its time waiting for those cache lines, one row after the
- * other; asked a few rows ahead, the loads overlap.  The buffer is looked
- * up under its mapping partition's lock but not pinned: if it is evicted
- * meanwhile the hint is merely useless (every address read or prefetched
- * stays inside the buffer pool), and the fetch itself pins and checks as
- * always.
+ * other; asked a few rows ahead, the loads overlap.
  */
 char *
 archer_prefetch_heap_tuple(IndexScanDesc scan, ItemPointer tid)
 {
-	BufferTag	tag;
-	uint32		hash;
-	LWLock	   *partition;
 	int			buf_id;
 	char	   *page;
 
-	if (scan->heapRelation == NULL || RelationUsesLocalBuffers(scan->heapRelation) ||
+	if (scan->heapRelation == NULL ||
 		ItemPointerGetOffsetNumberNoCheck(tid) < FirstOffsetNumber ||
 		ItemPointerGetOffsetNumberNoCheck(tid) > MaxHeapTuplesPerPage)
 		return NULL;
-	INIT_BUFFERTAG(tag, scan->heapRelation->rd_node, MAIN_FORKNUM,
-				   ItemPointerGetBlockNumberNoCheck(tid));
-	hash = BufTableHashCode(&tag);
-	partition = BufMappingPartitionLock(hash);
-	LWLockAcquire(partition, LW_SHARED);
-	buf_id = BufTableLookup(&tag, hash);
-	LWLockRelease(partition);
+	buf_id = unpinned_buffer_id(scan->heapRelation, ItemPointerGetBlockNumberNoCheck(tid));
 	if (buf_id < 0)
 		return NULL;
 	/* the fetch pins the buffer: a compare-and-swap on its descriptor */
@@ -510,6 +523,25 @@ archer_prefetch_heap_tuple(IndexScanDesc scan, ItemPointer tid)
 	__builtin_prefetch(page + SizeOfPageHeaderData +
 					   (ItemPointerGetOffsetNumberNoCheck(tid) - 1) * sizeof(ItemIdData));
 	return page;
+}
+
+/*
+ * Ask the CPU to load a whole page of an index, one the caller will read
+ * next: a scan that walks leaves in order reads each from memory, and the
+ * hardware follows a stream only within a page.
+ */
+void
+archer_prefetch_page(Relation index, BlockNumber blkno)
+{
+	int			buf_id = unpinned_buffer_id(index, blkno);
+	char	   *page;
+
+	if (buf_id < 0)
+		return;
+	__builtin_prefetch(GetBufferDescriptor(buf_id), 1);
+	page = (char *) BufferGetBlock(buf_id + 1);
+	for (int offset = 0; offset < BLCKSZ; offset += PG_CACHE_LINE_SIZE)
+		__builtin_prefetch(page + offset);
 }
 
 /* The tuple's own cache line, from the line pointer loaded by now */

@@ -186,6 +186,7 @@ archer_tid_key(ItemPointer tid)
 }
 
 extern char *archer_prefetch_heap_tuple(IndexScanDesc scan, ItemPointer tid);
+extern void archer_prefetch_page(Relation index, BlockNumber blkno);
 extern void archer_prefetch_heap_tuple_data(const char *page, ItemPointer tid);
 extern void *archer_init_meta_page(Page page, uint16 page_id, Size meta_size);
 extern void archer_write_init_fork_page(Relation index, BlockNumber blkno, Page page);
