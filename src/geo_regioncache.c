@@ -23,7 +23,9 @@
  * REGION_CACHE_SLOT_MAX_BYTES.  A scan that ends in an ERROR never releases
  * its slot, so at the end of each transaction, when no scan is left, every
  * count is reset.  When all slots are in use, a region is built in the
- * caller's memory context and not cached.
+ * caller's memory context and not cached.  The last scan to let go of a
+ * region has it file the cell decisions it learnt for the next scans
+ * (georegion_settle).
  *
  *-------------------------------------------------------------------------
  */
@@ -92,12 +94,16 @@ free_slot(RegionCacheSlot *slot)
 }
 
 /* Drop the slot if no scan holds it and its quadtree has grown too large */
-static void
+static bool
 drop_if_oversized(RegionCacheSlot *slot)
 {
 	if (slot->mcxt != NULL && slot->refs == 0 &&
 		MemoryContextMemAllocated(slot->mcxt, true) > REGION_CACHE_SLOT_MAX_BYTES)
+	{
 		free_slot(slot);
+		return true;
+	}
+	return false;
 }
 
 /* At the end of a transaction no scan holds a slot any more */
@@ -217,9 +223,8 @@ geo_region_cache_release(GeoCachedRegion *cached)
 		{
 			if (slots[i].refs > 0)
 				slots[i].refs--;
-			if (slots[i].refs == 0)
-				georegion_settle(cached->region);
-			drop_if_oversized(&slots[i]);
+			if (slots[i].refs == 0 && !drop_if_oversized(&slots[i]))
+				georegion_settle(cached->region, false);
 			return;
 		}
 	}

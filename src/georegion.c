@@ -220,7 +220,10 @@ cellmemo_free(cellmemo_hash *tb, void *pointer)
 /* a covering stops splitting dense cells past this budget (georegion_cover) */
 #define GR_DENSE_MAX_CELLS	1024
 
-/* most cell decisions a planar region remembers (16 bytes each) */
+/*
+ * most cell decisions a planar region remembers (16 bytes each in the
+ * hash, 9 more in its sorted copy)
+ */
 #define GR_CELL_MEMO_MAX	(1 << 18)
 
 /* a node with more edges than this is split when a query needs it */
@@ -2286,17 +2289,28 @@ memo_entry_cmp(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/*
+ * Re-sorting every decision costs far more than a scan that added a few
+ * gains from them, so unless forced it waits until the hash holds this
+ * many more (and an eighth more) than the sorted copy
+ */
+#define GR_SETTLE_MIN_NEW	256
+
 void
-georegion_settle(GeoRegion *r)
+georegion_settle(GeoRegion *r, bool force)
 {
 	cellmemo_iterator iter;
 	GrCellMemoEntry *memo;
 	GrCellMemoEntry *entries;
 	S2CellId   *cells;
 	uint8	   *relations;
+	int			nnew;
 	int			n = 0;
 
-	if (r->cell_memo == NULL || r->cell_memo->members == (uint32) r->nsorted)
+	if (r->cell_memo == NULL)
+		return;
+	nnew = (int) r->cell_memo->members - r->nsorted;
+	if (nnew == 0 || (!force && nnew < Max(GR_SETTLE_MIN_NEW, r->nsorted / 8)))
 		return;
 	entries = region_alloc(r, sizeof(GrCellMemoEntry) * r->cell_memo->members);
 	cellmemo_start_iterate(r->cell_memo, &iter);

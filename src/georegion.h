@@ -107,9 +107,10 @@ extern GeoRelation georegion_relate_planar_cell(GeoRegion *region, int cover_ind
 												S2CellId cell);
 /*
  * Between scans of a kept region: files the decisions remembered so far
- * where scans in key order find them fastest
+ * where scans in key order find them fastest, once enough are new (or any,
+ * if forced)
  */
-extern void georegion_settle(GeoRegion *region);
+extern void georegion_settle(GeoRegion *region, bool force);
 extern bool georegion_is_planar(const GeoRegion *region);
 /* vertices of a polygon region's rings (closing vertices included); 0 for a cap */
 extern int	georegion_nvertices(const GeoRegion *region);

@@ -35,6 +35,12 @@
 
 #include "storage.h"
 
+/*
+ * The CPU's cache line, for prefetching every line of a page
+ * (PG_CACHE_LINE_SIZE is a conservative 128: every other line)
+ */
+#define ARCHER_CPU_CACHE_LINE	64
+
 void
 archer_page_init(Page page, uint16 page_id, uint8 flags, uint16 level)
 {
@@ -528,7 +534,8 @@ archer_prefetch_heap_tuple(IndexScanDesc scan, ItemPointer tid)
 /*
  * Ask the CPU to load a whole page of an index, one the caller will read
  * next: a scan that walks leaves in order reads each from memory, and the
- * hardware follows a stream only within a page.
+ * hardware follows a stream only within a page.  (Only a page already in
+ * the buffer pool: this is about memory, not disk.)
  */
 void
 archer_prefetch_page(Relation index, BlockNumber blkno)
@@ -540,7 +547,7 @@ archer_prefetch_page(Relation index, BlockNumber blkno)
 		return;
 	__builtin_prefetch(GetBufferDescriptor(buf_id), 1);
 	page = (char *) BufferGetBlock(buf_id + 1);
-	for (int offset = 0; offset < BLCKSZ; offset += PG_CACHE_LINE_SIZE)
+	for (int offset = 0; offset < BLCKSZ; offset += ARCHER_CPU_CACHE_LINE)
 		__builtin_prefetch(page + offset);
 }
 

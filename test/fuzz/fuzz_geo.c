@@ -44,9 +44,9 @@ covering_cell_of(const GeoCoverCell *cells, int ncells, double lat, double lng)
 /*
  * The decision for a cell holding the point, at a level between its
  * covering cell's and the leaf's picked by pick, must agree with the exact
- * predicate
+ * predicate; returns it
  */
-static void
+static GeoRelation
 check_cell_decision(GeoRegion *region, const GeoCoverCell *cell, int cover_index,
 					double lat, double lng, uint8 pick)
 {
@@ -64,44 +64,61 @@ check_cell_decision(GeoRegion *region, const GeoCoverCell *cell, int cover_index
 	}
 	if ((relation == GEO_INSIDE && !contains) || (relation == GEO_DISJOINT && contains))
 		abort();
+	return relation;
 }
+
+#define FUZZ_GEO_SAMPLES	16
 
 /*
  * Cell decisions for points sampled from the input's bytes, anywhere on
- * the globe; salt varies the cells' levels
+ * the globe; salt varies the cells' levels.  Each decision goes to
+ * relations[k] for the k-th sample, or must equal it if check_same.
  */
 static void
 check_sampled_points(GeoRegion *region, const GeoCoverCell *cells, int ncells,
-					 const uint8 *data, size_t size, uint8 salt)
+					 const uint8 *data, size_t size, uint8 salt,
+					 GeoRelation *relations, bool check_same)
 {
-	for (size_t i = 0; i + 4 <= size && i < 64; i += 4)
+	for (size_t i = 0; i + 4 <= size && i < 4 * FUZZ_GEO_SAMPLES; i += 4)
 	{
 		double		lng = ((data[i] << 8) | data[i + 1]) * (360.0 / 65535.0) - 180.0;
 		double		lat = ((data[i + 2] << 8) | data[i + 3]) * (180.0 / 65535.0) - 90.0;
 		int			cover_index = covering_cell_of(cells, ncells, lat, lng);
+		GeoRelation relation = GEO_DISJOINT;
 
 		if (cover_index < 0)
 		{
 			if (georegion_contains_point(region, lng, lat))
 				abort();
-			continue;
 		}
-		check_cell_decision(region, &cells[cover_index], cover_index, lat, lng,
-							data[i] ^ data[i + 3] ^ salt);
+		else
+			relation = check_cell_decision(region, &cells[cover_index], cover_index,
+										   lat, lng, data[i] ^ data[i + 3] ^ salt);
+		if (check_same && relation != relations[i / 4])
+			abort();
+		relations[i / 4] = relation;
 	}
 }
 
+/*
+ * Decisions must not change once remembered, filed sorted (twice, the
+ * second time with new ones among them) or not
+ */
 static void
 check_polygon_covering(GeoRegion *region, const uint8 *data, size_t size)
 {
 	GeoCoverCell *cells;
 	int			ncells = georegion_cover(region, 4 + (size % 61), -1, &cells);
+	GeoRelation first[FUZZ_GEO_SAMPLES];
+	GeoRelation second[FUZZ_GEO_SAMPLES];
 
-	check_sampled_points(region, cells, ncells, data, size, 0);
-	/* remembered decisions, filed as between scans, and new ones besides */
-	georegion_settle(region);
-	check_sampled_points(region, cells, ncells, data, size, 0);
-	check_sampled_points(region, cells, ncells, data, size, 1);
+	check_sampled_points(region, cells, ncells, data, size, 0, first, false);
+	georegion_settle(region, true);
+	check_sampled_points(region, cells, ncells, data, size, 0, first, true);
+	check_sampled_points(region, cells, ncells, data, size, 1, second, false);
+	georegion_settle(region, true);
+	check_sampled_points(region, cells, ncells, data, size, 0, first, true);
+	check_sampled_points(region, cells, ncells, data, size, 1, second, true);
 }
 
 /* The point at angle (radians) from (lat, lng) towards bearing (radians) */
