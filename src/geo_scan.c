@@ -845,7 +845,9 @@ next_condition_batch(IndexScanDesc scan)
 	/* loaded while this page's rows are returned */
 	if (so->next_blkno != InvalidBlockNumber)
 		archer_prefetch_page(scan->indexRelation, so->next_blkno);
-	memset(so->match_heap_page, 0, sizeof(char *) * so->nmatched);
+	/* only the heap prefetch reads them, and index-only scans skip it */
+	if (!scan->xs_want_itup)
+		memset(so->match_heap_page, 0, sizeof(char *) * so->nmatched);
 	return true;
 }
 
