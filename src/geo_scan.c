@@ -421,6 +421,26 @@ read_hinted_leaf(Relation index, const GeoLeafHint *hint, uint64 lo, ItemPointer
 	return buf;
 }
 
+/* The first of sorted entries [pos, nsorted) past cell id hi, or nsorted */
+static int
+sorted_run_end(const GeoLeafEntry *entries, int pos, int nsorted, uint64 hi)
+{
+	int			end = nsorted;
+
+	if (pos == nsorted || entries[nsorted - 1].cellid <= hi)
+		return nsorted;
+	while (pos < end)
+	{
+		int			mid = pos + (end - pos) / 2;
+
+		if (entries[mid].cellid <= hi)
+			pos = mid + 1;
+		else
+			end = mid;
+	}
+	return pos;
+}
+
 /*
  * Read the leaf page of the key range [lo, hi] at *blkno (or, when it is
  * Invalid, the leaf where the range starts) and copy its entries in range
@@ -441,7 +461,8 @@ read_range_page(Relation index, uint64 lo, uint64 hi, BlockNumber *blkno,
 	int			nentries;
 	int			nsorted;
 	int			pos = 0;
-	int			ncopied = 0;
+	int			end;
+	int			ncopied;
 
 	if (*blkno == InvalidBlockNumber)
 	{
@@ -470,8 +491,11 @@ read_range_page(Relation index, uint64 lo, uint64 hi, BlockNumber *blkno,
 		archer_corrupted(index, BufferGetBlockNumber(buf), "A leaf holds too many entries.");
 	page_entries = (GeoLeafEntry *) ArcherPageGetEntries(page);
 	nsorted = Min(opaque->nsorted, nentries);
-	while (pos < nsorted && page_entries[pos].cellid <= hi)
-		entries[ncopied++] = page_entries[pos++];
+	end = sorted_run_end(page_entries, pos, nsorted, hi);
+	/* one copy: large regions read mostly whole pages */
+	memcpy(entries, &page_entries[pos], sizeof(GeoLeafEntry) * (end - pos));
+	ncopied = end - pos;
+	pos = end;
 	/* the unsorted tail: recent inserts, in no order */
 	for (int i = nsorted; i < nentries; i++)
 		if (page_entries[i].cellid >= lo && page_entries[i].cellid <= hi)
@@ -660,7 +684,7 @@ prepare_lazy_itup(IndexScanDesc scan)
 }
 
 /* The index tuple of an entry whose code holds a value, PostGIS columns */
-static IndexTuple
+static inline IndexTuple
 lazy_value_itup(IndexScanDesc scan, const GeoLeafEntry *entry)
 {
 	GeoScanOpaque so = (GeoScanOpaque) scan->opaque;
@@ -1359,7 +1383,15 @@ geo_gettuple(IndexScanDesc scan, ScanDirection dir)
 	entry = &so->range_entries[so->match_pos];
 	scan->xs_heaptid = entry->tid;
 	scan->xs_recheck = so->match_recheck[so->match_pos++];
-	if (scan->xs_want_itup)
+	if (!scan->xs_want_itup)
+		return true;
+	/* return_entry_itup's common case, here: it costs a call per row */
+	if (so->lazy != NULL && geo_point_code_kind(entry) == GEO_POINT_VALUE)
+	{
+		scan->xs_itup = lazy_value_itup(scan, entry);
+		scan->xs_itupdesc = RelationGetDescr(scan->indexRelation);
+	}
+	else
 		return_entry_itup(scan, entry, NULL);
 	return true;
 }
