@@ -59,7 +59,10 @@ PG_CPPFLAGS = -I$(srcdir)/src
 # -ffp-contract=off: no fused multiply-adds where the source has none, so
 # floating-point results (the point codes of geo_pointcode.c) are the same
 # bits on every machine that replays the WAL
-PG_CFLAGS = -Wall -Werror -Wno-unused-parameter -fno-semantic-interposition -ffp-contract=off
+# -flto=auto: small helpers of one module called per row from another (the
+# point code of an index-only row) inline across files; callgrind, 70 counts
+# of Brazil on the dev cluster: 3% fewer instructions
+PG_CFLAGS = -Wall -Werror -Wno-unused-parameter -fno-semantic-interposition -ffp-contract=off -flto=auto
 
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)

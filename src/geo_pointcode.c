@@ -226,8 +226,12 @@ geo_point_decode(const GeoLeafEntry *entry, double *lat, double *lng)
 	return GEO_POINT_VALUE;
 }
 
-/* What geo_point_decode would say, without the decoding's arithmetic */
-GeoPointCodeKind
+/*
+ * What geo_point_decode would say, without the decoding's arithmetic.
+ * ("inline": index-only scans ask it for every row, and the link-time
+ * optimizer then inlines it into them.)
+ */
+inline GeoPointCodeKind
 geo_point_code_kind(const GeoLeafEntry *entry)
 {
 	int64		lat_field = get_field(entry->point);
