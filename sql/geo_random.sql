@@ -3,6 +3,11 @@
 -- antimeridian included), on point, geography and geometry columns.
 SELECT setseed(0.1234);
 
+-- the point column's index (geo_point.sql builds it too, when run first)
+SET client_min_messages = warning;
+CREATE INDEX IF NOT EXISTS geo_points_archer ON geo_points USING archer_geo (p);
+RESET client_min_messages;
+
 -- a smaller PostGIS table keeps the exact spheroid seq scans quick
 CREATE TABLE geo_rand_postgis AS
     SELECT id, geog, geom FROM geo_postgis WHERE id % 5 = 0 OR id > 20000;
