@@ -777,23 +777,35 @@ undecoded_entry_itup(IndexScanDesc scan, const GeoLeafEntry *entry)
 	return entry_itup(scan, entry, &point);
 }
 
-/*
- * Give an index-only scan the entry's value, lazily where that pays; point
- * is the entry's point if decoded, or NULL.  (Condition scans pass NULL:
- * the few points their decisions decoded are decoded again here.)
- */
-static void
-return_entry_itup(IndexScanDesc scan, const GeoLeafEntry *entry, GeoEntryPoint *point)
+/* The index tuple of an entry, lazy where that pays; point as for return_entry_itup */
+static pg_noinline IndexTuple
+any_entry_itup(IndexScanDesc scan, const GeoLeafEntry *entry, GeoEntryPoint *point)
 {
 	GeoScanOpaque so = (GeoScanOpaque) scan->opaque;
 
 	if ((point == NULL || point->kind == POINT_UNDECODED) &&
 		so->kind != GEO_COLUMN_POINT && geo_point_code_kind(entry) == GEO_POINT_VALUE)
+		return lazy_value_itup(scan, entry);
+	if (point == NULL)
+		return undecoded_entry_itup(scan, entry);
+	return entry_itup(scan, entry, point);
+}
+
+/*
+ * Give an index-only scan the entry's value; point is the entry's point if
+ * decoded, or NULL.  (Condition scans pass NULL: the few points their
+ * decisions decoded are decoded again here.)  Inline for the row of a
+ * condition scan whose lazy value is ready, the row of every count.
+ */
+static inline void
+return_entry_itup(IndexScanDesc scan, const GeoLeafEntry *entry, GeoEntryPoint *point)
+{
+	GeoScanOpaque so = (GeoScanOpaque) scan->opaque;
+
+	if (point == NULL && so->lazy != NULL && geo_point_code_kind(entry) == GEO_POINT_VALUE)
 		scan->xs_itup = lazy_value_itup(scan, entry);
-	else if (point == NULL)
-		scan->xs_itup = undecoded_entry_itup(scan, entry);
 	else
-		scan->xs_itup = entry_itup(scan, entry, point);
+		scan->xs_itup = any_entry_itup(scan, entry, point);
 	scan->xs_itupdesc = RelationGetDescr(scan->indexRelation);
 }
 
@@ -1383,15 +1395,7 @@ geo_gettuple(IndexScanDesc scan, ScanDirection dir)
 	entry = &so->range_entries[so->match_pos];
 	scan->xs_heaptid = entry->tid;
 	scan->xs_recheck = so->match_recheck[so->match_pos++];
-	if (!scan->xs_want_itup)
-		return true;
-	/* return_entry_itup's common case, here: it costs a call per row */
-	if (so->lazy != NULL && geo_point_code_kind(entry) == GEO_POINT_VALUE)
-	{
-		scan->xs_itup = lazy_value_itup(scan, entry);
-		scan->xs_itupdesc = RelationGetDescr(scan->indexRelation);
-	}
-	else
+	if (scan->xs_want_itup)
 		return_entry_itup(scan, entry, NULL);
 	return true;
 }
