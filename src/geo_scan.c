@@ -536,8 +536,9 @@ load_buffered(IndexScanDesc scan)
 	so->buffered = geo_buffer_collect(scan->indexRelation, &so->nbuffered);
 	capacity = GEO_LEAF_CAPACITY + so->nbuffered;
 	so->range_entries = palloc(sizeof(GeoLeafEntry) * capacity);
-	so->match_recheck = palloc(sizeof(bool) * capacity);
-	so->match_heap_page = palloc(sizeof(char *) * capacity);
+	/* ordered scans keep their matches as candidates (cands) instead */
+	so->match_recheck = so->ordered ? NULL : palloc(sizeof(bool) * capacity);
+	so->match_heap_page = so->ordered ? NULL : palloc(sizeof(char *) * capacity);
 	if (so->nbuffered == 0)
 		return;
 	so->buffered_tids = palloc(sizeof(ItemPointerData) * so->nbuffered);
