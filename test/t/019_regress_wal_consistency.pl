@@ -43,11 +43,19 @@ max_wal_size = 1GB
 log_statement = none
 });
 $primary->start;
+# The suite writes gigabytes of WAL, and the standby, checking every page
+# image, replays slower than the primary writes: without a slot the
+# primary recycles segments the standby has not received yet.
+$primary->safe_psql('postgres',
+	"SELECT pg_create_physical_replication_slot('rstandby', true)");
 $primary->backup('bkp');
 
 my $standby = PostgreSQL::Test::Cluster->new('rstandby');
 $standby->init_from_backup($primary, 'bkp', has_streaming => 1);
-$standby->append_conf('postgresql.conf', "wal_consistency_checking = 'all'");
+$standby->append_conf('postgresql.conf', q{
+wal_consistency_checking = 'all'
+primary_slot_name = 'rstandby'
+});
 $standby->start;
 is($standby->safe_psql('postgres', 'SHOW wal_consistency_checking'),
 	'all', 'the standby checks every record it replays');
