@@ -25,6 +25,7 @@ OBJS = \
 	src/geo_regioncache.o \
 	src/geo_scan.o \
 	src/geo_vacuum.o \
+	src/geo_visibility.o \
 	src/geo_verify.o
 OBJS += \
 	src/vector.o \

@@ -243,6 +243,24 @@ extern bool geo_insert(Relation index, Datum *values, bool *isnull,
 extern void geo_tree_insert(Relation index, const GeoLeafEntry *entry);
 extern int	geo_tree_insert_run(Relation index, const GeoLeafEntry *run, int n);
 
+/* geo_visibility.c: which copies an index-only scan may answer from */
+typedef struct GeoVisibility
+{
+	Relation	heap;
+	Snapshot	snapshot;		/* the scan's */
+	Buffer		vmbuf;			/* the visibility map page last read */
+	struct IndexFetchTableData *fetch;	/* heap rows, made on first need */
+	struct TupleTableSlot *slot;
+} GeoVisibility;
+
+extern void geo_visibility_init(GeoVisibility *vis, Relation heap, Snapshot snapshot);
+extern void geo_visibility_end(GeoVisibility *vis);
+extern int	geo_visibility_mark(GeoVisibility *vis, const GeoLeafEntry *entries, int n,
+								bool *unsure);
+extern int	geo_visibility_filter(GeoVisibility *vis, GeoLeafEntry *entries, int n,
+								  const bool *unsure);
+extern bool geo_visibility_fetch(GeoVisibility *vis, ItemPointer tid, Snapshot snapshot);
+
 /* geo_buffer.c: the insert buffer */
 extern void geo_buffer_init(void);
 extern bool geo_insert_buffered(Relation index);
@@ -251,7 +269,8 @@ extern void geo_buffer_flush_pending(Relation index);
 extern int64 geo_buffer_merge(Relation index, int64 max_entries);
 extern void geo_buffer_vacuum_begin(Relation index);
 extern void geo_buffer_vacuum_end(Relation index);
-extern GeoLeafEntry *geo_buffer_collect(Relation index, int *nentries);
+extern GeoLeafEntry *geo_buffer_collect(Relation index, int *nentries,
+										 GeoVisibility *vis);
 
 /* geo_scan.c */
 extern IndexScanDesc geo_beginscan(Relation index, int nkeys, int norderbys);

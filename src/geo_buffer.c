@@ -397,8 +397,11 @@ geo_buffer_vacuum_end(Relation index)
 typedef struct CollectState
 {
 	GeoLeafEntry *entries;
+	bool	   *unsure;			/* with vis: see geo_visibility_mark */
 	int			nentries;
 	int			maxentries;
+	GeoVisibility *vis;
+	int			nunsure;
 } CollectState;
 
 static void
@@ -414,18 +417,27 @@ collect_page(Relation index, Page page, BlockNumber blkno, void *arg)
 		collect->maxentries = Max(collect->maxentries * 2, collect->nentries + n);
 		collect->entries = repalloc_huge(collect->entries,
 										 sizeof(GeoLeafEntry) * collect->maxentries);
+		if (collect->vis != NULL)
+			collect->unsure = repalloc_huge(collect->unsure,
+											sizeof(bool) * collect->maxentries);
 	}
 	memcpy(&collect->entries[collect->nentries], ArcherPageGetEntries(page),
 		   sizeof(GeoLeafEntry) * n);
+	if (collect->vis != NULL)
+		collect->nunsure += geo_visibility_mark(collect->vis,
+												&collect->entries[collect->nentries], n,
+												&collect->unsure[collect->nentries]);
 	collect->nentries += n;
 }
 
 /*
  * Every buffered entry, sorted by key, in the current memory context
  * (after writing this session's pending entries); NULL if there are none.
+ * An index-only scan passes vis: only entries it may answer from are kept
+ * (geo_visibility.c).
  */
 GeoLeafEntry *
-geo_buffer_collect(Relation index, int *nentries)
+geo_buffer_collect(Relation index, int *nentries, GeoVisibility *vis)
 {
 	CollectState collect;
 	ArcherBufferMeta meta;
@@ -438,7 +450,13 @@ geo_buffer_collect(Relation index, int *nentries)
 	collect.maxentries = Max(meta.entries, 64);
 	collect.nentries = 0;
 	collect.entries = palloc(sizeof(GeoLeafEntry) * collect.maxentries);
+	collect.vis = vis;
+	collect.unsure = vis != NULL ? palloc(sizeof(bool) * collect.maxentries) : NULL;
+	collect.nunsure = 0;
 	archer_buffer_walk(index, ARCHER_GEO_PAGE_ID, collect_page, &collect);
+	if (collect.nunsure > 0)
+		collect.nentries = geo_visibility_filter(vis, collect.entries, collect.nentries,
+												 collect.unsure);
 	geo_sort_leaf_entries(collect.entries, collect.nentries);
 	*nentries = collect.nentries;
 	return collect.entries;

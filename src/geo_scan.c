@@ -36,7 +36,9 @@
  * (geo_pointcode.c), written into one index tuple per scan; the few entries
  * whose value only the heap holds read it from there.  An ordered
  * index-only scan cannot have the executor reorder by exact distance, so it
- * orders the candidates by the exact <-> of their values itself.
+ * orders the candidates by the exact <-> of their values itself.  It keeps
+ * only the copies of rows visible to its snapshot (geo_visibility.c): VACUUM
+ * may remove an entry while its copy waits to be returned.
  *
  * Entries in the insert buffer are read once per scan, at its start, and
  * join each key range as if they were on its first leaf (read_range).
@@ -210,8 +212,8 @@ typedef struct GeoScanOpaqueData
 	IndexTuple	lazy_itup;		/* holds a read-only pointer to lazy */
 	IndexTuple	heap_itup;		/* the last value read from the heap */
 	AttrNumber	heap_attno;
-	IndexFetchTableData *heap_fetch;
-	TupleTableSlot *heap_slot;
+	GeoVisibility *vis;			/* which copies may be answered from */
+	bool	   *unsure;			/* one leaf's, see geo_visibility_mark */
 } GeoScanOpaqueData;
 
 typedef GeoScanOpaqueData *GeoScanOpaque;
@@ -452,7 +454,8 @@ sorted_run_end(const GeoLeafEntry *entries, int pos, int nsorted, uint64 hi)
  */
 static int
 read_range_page(Relation index, uint64 lo, uint64 hi, BlockNumber *blkno,
-				GeoKey *hikey, GeoLeafHint *hint, GeoLeafEntry *entries)
+				GeoKey *hikey, GeoLeafHint *hint, GeoLeafEntry *entries,
+				GeoVisibility *vis, bool *unsure)
 {
 	Buffer		buf;
 	Page		page;
@@ -463,6 +466,7 @@ read_range_page(Relation index, uint64 lo, uint64 hi, BlockNumber *blkno,
 	int			pos = 0;
 	int			end;
 	int			ncopied;
+	int			nunsure = 0;
 
 	if (*blkno == InvalidBlockNumber)
 	{
@@ -516,7 +520,11 @@ read_range_page(Relation index, uint64 lo, uint64 hi, BlockNumber *blkno,
 		hint->has_hikey = (opaque->flags & ARCHER_PAGE_HAS_HIKEY) != 0;
 		hint->hikey_cellid = opaque->hikey_cellid;
 	}
+	if (vis != NULL)
+		nunsure = geo_visibility_mark(vis, entries, ncopied, unsure);
 	UnlockReleaseBuffer(buf);
+	if (nunsure > 0)
+		ncopied = geo_visibility_filter(vis, entries, ncopied, unsure);
 	return ncopied;
 }
 
@@ -533,7 +541,7 @@ load_buffered(IndexScanDesc scan)
 	GeoScanOpaque so = (GeoScanOpaque) scan->opaque;
 	int			capacity;
 
-	so->buffered = geo_buffer_collect(scan->indexRelation, &so->nbuffered);
+	so->buffered = geo_buffer_collect(scan->indexRelation, &so->nbuffered, so->vis);
 	capacity = GEO_LEAF_CAPACITY + so->nbuffered;
 	so->range_entries = palloc(sizeof(GeoLeafEntry) * capacity);
 	/* ordered scans keep their matches as candidates (cands) instead */
@@ -560,7 +568,7 @@ read_range(IndexScanDesc scan, uint64 lo, uint64 hi, BlockNumber *blkno, GeoKey 
 	GeoLeafEntry *entries = so->range_entries;
 	bool		first_page = (*blkno == InvalidBlockNumber);
 	int			n = read_range_page(scan->indexRelation, lo, hi, blkno, hikey,
-									&so->leaf_hint, entries);
+									&so->leaf_hint, entries, so->vis, so->unsure);
 	int			nkept = 0;
 	int			pos = 0;
 	int			end = so->nbuffered;
@@ -708,26 +716,16 @@ heap_value_itup(IndexScanDesc scan, const GeoLeafEntry *entry)
 {
 	GeoScanOpaque so = (GeoScanOpaque) scan->opaque;
 	ItemPointerData tid = entry->tid;
-	bool		call_again = false;
-	bool		all_dead = false;
 	Datum		value = (Datum) 0;
 	bool		isnull = true;
 	MemoryContext oldcxt = MemoryContextSwitchTo(so->itupcxt);
 
-	if (so->heap_fetch == NULL)
-	{
-		if (scan->heapRelation == NULL)
-			elog(ERROR, "archer_geo: index-only scan without its table");
-		so->heap_fetch = table_index_fetch_begin(scan->heapRelation);
-		so->heap_slot = table_slot_create(scan->heapRelation, NULL);
-	}
-	if (table_index_fetch_tuple(so->heap_fetch, &tid, SnapshotAny, so->heap_slot,
-								&call_again, &all_dead))
-		value = slot_getattr(so->heap_slot, so->heap_attno, &isnull);
+	if (geo_visibility_fetch(so->vis, &tid, SnapshotAny))
+		value = slot_getattr(so->vis->slot, so->heap_attno, &isnull);
 	if (so->heap_itup != NULL)
 		pfree(so->heap_itup);
 	so->heap_itup = index_form_tuple(RelationGetDescr(scan->indexRelation), &value, &isnull);
-	ExecClearTuple(so->heap_slot);
+	ExecClearTuple(so->vis->slot);
 	MemoryContextSwitchTo(oldcxt);
 	return so->heap_itup;
 }
@@ -1288,6 +1286,15 @@ geo_rescan(IndexScanDesc scan, ScanKey keys, int nkeys, ScanKey orderbys, int no
 	so->center_null = false;
 	/* the executor asks for index tuples before the first rescan */
 	so->exact_order = so->ordered && scan->xs_want_itup;
+	if (scan->xs_want_itup && so->vis == NULL)
+	{
+		MemoryContext itupcxt = MemoryContextSwitchTo(so->itupcxt);
+
+		so->vis = palloc(sizeof(GeoVisibility));
+		geo_visibility_init(so->vis, scan->heapRelation, scan->xs_snapshot);
+		so->unsure = palloc(sizeof(bool) * GEO_LEAF_CAPACITY);
+		MemoryContextSwitchTo(itupcxt);
+	}
 
 	oldcxt = MemoryContextSwitchTo(so->scancxt);
 	so->keys = palloc0(sizeof(GeoKeyState) * Max(1, so->nkeys));
@@ -1406,11 +1413,8 @@ geo_endscan(IndexScanDesc scan)
 {
 	GeoScanOpaque so = (GeoScanOpaque) scan->opaque;
 
-	if (so->heap_fetch != NULL)
-	{
-		table_index_fetch_end(so->heap_fetch);
-		ExecDropSingleTupleTableSlot(so->heap_slot);
-	}
+	if (so->vis != NULL)
+		geo_visibility_end(so->vis);
 	release_regions(so);
 	MemoryContextDelete(so->scancxt);
 	pfree(so);

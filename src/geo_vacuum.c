@@ -11,7 +11,9 @@
  * growing: an entry a split moved from a leaf not visited yet is visited
  * on its new page.  Scans copy entries and hold no pin between pages, so
  * no cleanup lock is needed: a heap slot freed here and reused later holds
- * a tuple no running MVCC snapshot of an earlier scan can see.  Pages stay
+ * a tuple no running MVCC snapshot of an earlier scan can see, and an
+ * index-only scan answers only from copies it proved visible to its
+ * snapshot when it made them (geo_visibility.c).  Pages stay
  * linked into the tree even when empty and are reused by later inserts in
  * their key range.
  *
