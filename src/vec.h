@@ -52,6 +52,18 @@
  * buffer's entries first, by brute force, and skip graph nodes of the same
  * heap rows, so no row is lost or doubled whatever a merge is doing.
  *
+ * The graph's space: links join nodes near each other in the metric's
+ * space, except under inner product, which is no metric (a long vector is
+ * "nearest" to every other, so every node would link to the same few, and
+ * most nodes would have no way in).  There the graph is built in the space
+ * where maximum inner product search is nearest neighbour search: each
+ * vector x gets one extra coordinate sqrt(M^2 - |x|^2) (M bounds the
+ * norms the quantizer can encode; clamped to 0 beyond), and the query q
+ * gets 0, so |q' - x'|^2 = |q|^2 + M^2 - 2 q.x: ordering by that is
+ * ordering by -q.x, and a scan needs no change.  Link distances, and the
+ * searches of inserts and VACUUM for a node's neighbours (a VecQuery with
+ * node_space), are in that space.
+ *
  * Scans return candidates ordered by a lower bound of their exact distance
  * (code distance minus the code's error); the executor recomputes the exact
  * distance from the heap row (xs_recheckorderby) and reorders, so rows come
@@ -218,6 +230,7 @@ typedef struct VecIndexInfo
 	Oid			filter_types[VEC_MAX_FILTERS];
 	ArcherSQ8	sq;				/* trained on the rows of the build */
 	ArcherSQ8	sq_wide;		/* the same, VEC_WIDE_FACTOR times wider */
+	float		lift_norm2;		/* inner product: M^2 of the graph's space (vec_utils.c) */
 	ArcherRecentBuffers *recent;	/* where node pages were last read; NULL in builds */
 } VecIndexInfo;
 
@@ -229,6 +242,8 @@ typedef struct VecQuery
 	ArcherSQ8Query sq_wide;
 	float		qnorm;			/* |q| as given (before normalizing for cosine) */
 	bool		zero;			/* cosine with a zero query: every distance is 1 */
+	bool		node_space;		/* a node being linked: distances as between nodes */
+	float		lift;			/* node_space, inner product: q's extra coordinate */
 } VecQuery;
 
 /*
@@ -273,6 +288,7 @@ extern const float *vec_datum_values(const VecIndexInfo *info, Datum value, int 
 extern void vec_encode(const VecIndexInfo *info, const float *x, uint8 *code,
 					   float *error, float *norm, uint8 *flags);
 extern void vec_query_init(VecQuery *query, const VecIndexInfo *info, const float *q);
+extern void vec_node_query_init(VecQuery *query, const VecIndexInfo *info, const float *x);
 extern float vec_query_distance(const VecQuery *query, const uint8 *code, uint8 flags);
 extern double vec_lower_bound(const VecQuery *query, float code_distance,
 							  const VecNodeHeader *node);

@@ -19,6 +19,7 @@
 #include "nodes/pathnodes.h"
 #include "optimizer/optimizer.h"
 #include "utils/catcache.h"
+#include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/regproc.h"
@@ -174,6 +175,50 @@ vec_costestimate(PlannerInfo *root, IndexPath *path, double loop_count,
 }
 
 /*
+ * A vector operator class's family holds exactly one operator, the
+ * metric's, taking two values of the class's type: the index takes its
+ * metric from it (build_info in vec_build.c), so with none the index would
+ * have no metric, with two it would pick one silently, and an operator on
+ * other types would never match a query on the indexed column.
+ */
+static bool
+vec_validate_metric_operator(Oid opclassoid, Oid type)
+{
+	HeapTuple	classtup = SearchSysCache1(CLAOID, ObjectIdGetDatum(opclassoid));
+	Form_pg_opclass classform;
+	CatCList   *oprlist;
+	bool		result;
+
+	if (!HeapTupleIsValid(classtup))
+		elog(ERROR, "cache lookup failed for operator class %u", opclassoid);
+	classform = (Form_pg_opclass) GETSTRUCT(classtup);
+	oprlist = SearchSysCacheList1(AMOPSTRATEGY, ObjectIdGetDatum(classform->opcfamily));
+	result = oprlist->n_members == 1;
+	if (!result)
+		ereport(INFO,
+				(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
+				 errmsg("archer_vector operator class \"%s\" has %d operators, not the one distance operator of its metric",
+						NameStr(classform->opcname), oprlist->n_members)));
+	for (int i = 0; i < oprlist->n_members; i++)
+	{
+		Form_pg_amop oprform = (Form_pg_amop) GETSTRUCT(&oprlist->members[i]->tuple);
+
+		if (oprform->amoplefttype != type || oprform->amoprighttype != type)
+		{
+			ereport(INFO,
+					(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
+					 errmsg("archer_vector operator class \"%s\" has operator %s, not on two values of type %s",
+							NameStr(classform->opcname), format_operator(oprform->amopopr),
+							format_type_be(type))));
+			result = false;
+		}
+	}
+	ReleaseCatCacheList(oprlist);
+	ReleaseSysCache(classtup);
+	return result;
+}
+
+/*
  * Vector operator classes have one ordering operator, the metric's; filter
  * operator classes (integer types) btree's five comparison operators.
  */
@@ -181,11 +226,13 @@ static bool
 vec_validate(Oid opclassoid)
 {
 	Oid			type = get_opclass_input_type(opclassoid);
+	bool		valid;
 
 	if (type == INT2OID || type == INT4OID || type == INT8OID)
 		return archer_validate_opclass(opclassoid, "archer_vector", VEC_FILTER_STRATEGIES, 0);
-	return archer_validate_opclass(opclassoid, "archer_vector", VEC_NSTRATEGIES,
-								   (1u << VEC_METRIC_L2) | (1u << VEC_METRIC_IP) | (1u << VEC_METRIC_COSINE));
+	valid = archer_validate_opclass(opclassoid, "archer_vector", VEC_NSTRATEGIES,
+									(1u << VEC_METRIC_L2) | (1u << VEC_METRIC_IP) | (1u << VEC_METRIC_COSINE));
+	return vec_validate_metric_operator(opclassoid, type) && valid;
 }
 
 Datum

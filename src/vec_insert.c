@@ -613,7 +613,7 @@ vec_insert_node(Relation index, const VecIndexInfo *info, const VecNodeHeader *s
 		VecCandidate *near = palloc(sizeof(VecCandidate) * Max(info->ef_construction, 2 * info->m));
 		int			nnear;
 
-		vec_query_init(&query, info, x);
+		vec_node_query_init(&query, info, x);
 		nlinks = find_links(index, info, &query, &meta, level, links, near, &nnear);
 		if (info->filter_m > 0)
 			nlinks += find_filter_links(index, info, &query, &meta, node, near, nnear,

@@ -346,6 +346,41 @@ vec_widen_sample_range(const VecIndexInfo *info, float *min, float *max)
  * one keeps each code's value where it is relative to the middle of the
  * range, VEC_WIDE_FACTOR times farther from it.
  */
+/*
+ * M^2 of the inner-product graph's space (vec.h): the largest squared norm
+ * of a vector the trained quantizer decodes to, a corner of its range
+ */
+static float
+lift_norm2(const ArcherSQ8 *sq)
+{
+	double		sum = 0;
+
+	for (int i = 0; i < sq->dim; i++)
+	{
+		double		lo = sq->lo[i];
+		double		hi = lo + (double) ARCHER_SQ8_LEVELS * sq->step[i];
+
+		sum += Max(lo * lo, hi * hi);
+	}
+	return (float) sum;
+}
+
+/* The extra coordinate of a vector of squared norm norm2 in that space */
+static float
+lift(const VecIndexInfo *info, float norm2)
+{
+	return sqrtf(Max(0.0f, info->lift_norm2 - norm2));
+}
+
+/* The squared norm of the vector a code decodes to */
+static float
+code_norm2(const ArcherSQ8 *sq, const uint8 *code)
+{
+	float		bias = archer_sq8_bias(sq, code);
+
+	return archer_sq8_ip(sq, code, bias, code, bias);
+}
+
 void
 vec_init_quantizers(VecIndexInfo *info, const float *trained_min, const float *trained_max)
 {
@@ -366,6 +401,7 @@ vec_init_quantizers(VecIndexInfo *info, const float *trained_min, const float *t
 	archer_sq8_init(&info->sq_wide, dim, min, max, sq->uniform_step);
 	pfree(min);
 	pfree(max);
+	info->lift_norm2 = lift_norm2(sq);
 }
 
 /* The quantizer pages hold the per-dimension min[] then max[] of the build */
@@ -552,6 +588,21 @@ vec_query_init(VecQuery *query, const VecIndexInfo *info, const float *q)
 	}
 	archer_sq8_query_init(&query->sq, &info->sq, work);
 	archer_sq8_query_init(&query->sq_wide, &info->sq_wide, work);
+	query->node_space = false;
+	query->lift = 0;
+}
+
+/*
+ * A query for the nodes near x in the graph's space (vec.h), to link x
+ * into the graph: under L2 and cosine an ordinary query, under inner
+ * product one whose distances are those of vec_code_distance
+ */
+void
+vec_node_query_init(VecQuery *query, const VecIndexInfo *info, const float *x)
+{
+	vec_query_init(query, info, x);
+	query->node_space = true;
+	query->lift = lift(info, query->qnorm * query->qnorm);
 }
 
 /* Distance between the query and a code, in the metric's own units */
@@ -565,6 +616,12 @@ vec_query_distance(const VecQuery *query, const uint8 *code, uint8 flags)
 		case VEC_METRIC_L2:
 			return sqrtf(Max(0.0f, archer_sq8_query_l2sq(sq, code)));
 		case VEC_METRIC_IP:
+			if (query->node_space)
+			{
+				float		gap = query->lift - lift(query->info, code_norm2(sq->sq, code));
+
+				return sqrtf(Max(0.0f, archer_sq8_query_l2sq(sq, code) + gap * gap));
+			}
 			return -archer_sq8_query_ip(sq, code);
 		case VEC_METRIC_COSINE:
 			return query->zero ? 1.0f : 1.0f - archer_sq8_query_ip(sq, code);
@@ -613,7 +670,12 @@ mixed_code_distance(const VecIndexInfo *info, const uint8 *a, uint8 a_flags,
 	if (info->metric == VEC_METRIC_L2)
 		distance = sqrtf(archer_vec_l2_squared(xa, xb, info->dim));
 	else if (info->metric == VEC_METRIC_IP)
-		distance = -archer_vec_inner_product(xa, xb, info->dim);
+	{
+		float		gap = lift(info, archer_vec_inner_product(xa, xa, info->dim)) -
+			lift(info, archer_vec_inner_product(xb, xb, info->dim));
+
+		distance = sqrtf(archer_vec_l2_squared(xa, xb, info->dim) + gap * gap);
+	}
 	else
 		distance = 1.0f - archer_vec_inner_product(xa, xb, info->dim);
 	pfree(xa);
@@ -621,7 +683,7 @@ mixed_code_distance(const VecIndexInfo *info, const uint8 *a, uint8 a_flags,
 	return distance;
 }
 
-/* Distance between two codes (with their nodes' flags), for building the graph */
+/* Distance between two codes (with their nodes' flags) in the graph's space (vec.h) */
 float
 vec_code_distance(const VecIndexInfo *info, const uint8 *a, uint8 a_flags,
 				  const uint8 *b, uint8 b_flags)
@@ -635,7 +697,11 @@ vec_code_distance(const VecIndexInfo *info, const uint8 *a, uint8 a_flags,
 		case VEC_METRIC_L2:
 			return sqrtf(Max(0.0f, archer_sq8_l2sq(sq, a, b)));
 		case VEC_METRIC_IP:
-			return -archer_sq8_ip(sq, a, archer_sq8_bias(sq, a), b, archer_sq8_bias(sq, b));
+			{
+				float		gap = lift(info, code_norm2(sq, a)) - lift(info, code_norm2(sq, b));
+
+				return sqrtf(Max(0.0f, archer_sq8_l2sq(sq, a, b) + gap * gap));
+			}
 		default:
 			return 1.0f - archer_sq8_ip(sq, a, archer_sq8_bias(sq, a),
 										b, archer_sq8_bias(sq, b));
