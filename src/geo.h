@@ -251,6 +251,7 @@ typedef struct GeoVisibility
 	Buffer		vmbuf;			/* the visibility map page last read */
 	struct IndexFetchTableData *fetch;	/* heap rows, made on first need */
 	struct TupleTableSlot *slot;
+	MemoryContext mcxt;			/* lives as long as the scan: fetch and slot */
 } GeoVisibility;
 
 extern void geo_visibility_init(GeoVisibility *vis, Relation heap, Snapshot snapshot);

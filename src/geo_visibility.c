@@ -51,6 +51,7 @@ geo_visibility_init(GeoVisibility *vis, Relation heap, Snapshot snapshot)
 	vis->vmbuf = InvalidBuffer;
 	vis->fetch = NULL;
 	vis->slot = NULL;
+	vis->mcxt = CurrentMemoryContext;
 }
 
 void
@@ -100,8 +101,12 @@ geo_visibility_fetch(GeoVisibility *vis, ItemPointer tid, Snapshot snapshot)
 
 	if (vis->fetch == NULL)
 	{
+		/* not in the caller's context: a batch's context is reset under us */
+		MemoryContext oldcxt = MemoryContextSwitchTo(vis->mcxt);
+
 		vis->fetch = table_index_fetch_begin(vis->heap);
 		vis->slot = table_slot_create(vis->heap, NULL);
+		MemoryContextSwitchTo(oldcxt);
 	}
 	ExecClearTuple(vis->slot);
 	return table_index_fetch_tuple(vis->fetch, &fetch_tid, snapshot, vis->slot,
