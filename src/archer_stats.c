@@ -11,8 +11,11 @@
 #include "postgres.h"
 
 #include "access/htup_details.h"
+#include "catalog/pg_authid.h"
 #include "catalog/pg_class.h"
+#include "miscadmin.h"
 #include "funcapi.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
@@ -52,6 +55,18 @@ archer_index_stats(PG_FUNCTION_ARGS)
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "archer_index_stats: return type must be a row type");
 	archer_check_is_index(indexoid);
+
+	/*
+	 * Like the pg_stat_* views, only for the index's owner (or a member) and
+	 * pg_read_all_stats; checked before the lock, so that a role cannot
+	 * queue behind someone else's DDL on the index.
+	 */
+	if (!pg_class_ownercheck(indexoid, GetUserId()) &&
+		!has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied for index %s", get_rel_name(indexoid)),
+				 errdetail("Only the index's owner and roles with privileges of pg_read_all_stats may read its figures.")));
 	memset(nulls, true, sizeof(nulls));
 	index = index_open(indexoid, AccessShareLock);
 	if (!archer_is_archer_index(index))

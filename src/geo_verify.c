@@ -284,6 +284,7 @@ archer_geo_verify(PG_FUNCTION_ARGS)
 	TableScanDesc scan;
 	LOCKMODE	lockmode;
 	ArcherBufferMeta buffer;
+	ArcherSavedUser saved;
 
 	archer_verify_open(indexoid, "archer_geo", &heap, &index, &lockmode);
 	state.index = index;
@@ -314,8 +315,11 @@ archer_geo_verify(PG_FUNCTION_ARGS)
 	indexInfo = BuildIndexInfo(index);
 	snapshot = RegisterSnapshot(GetTransactionSnapshot());
 	scan = table_beginscan_strat(heap, snapshot, 0, NULL, true, true);
+	/* the index's expressions and predicate are the table owner's code */
+	archer_become_owner(heap, &saved);
 	table_index_build_scan(heap, index, indexInfo, true, false,
 						   verify_heap_callback, &state, scan);
+	archer_restore_user(&saved);
 	UnregisterSnapshot(snapshot);
 
 	index_close(index, lockmode);

@@ -19,6 +19,7 @@
 #include "catalog/pg_amop.h"
 #include "catalog/pg_opclass.h"
 #include "utils/acl.h"
+#include "utils/guc.h"
 #include "utils/catcache.h"
 #include "utils/regproc.h"
 #include "utils/syscache.h"
@@ -430,6 +431,32 @@ archer_verify_open(Oid indexoid, const char *amname, Relation *heap, Relation *i
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("\"%s\" is not an %s index", RelationGetRelationName(*index), amname)));
+}
+
+/*
+ * Run user code of a table (index expressions and predicates, which
+ * table_index_build_scan and merges evaluate) as the table's owner, under
+ * SECURITY_RESTRICTED_OPERATION and in a new GUC nest level: otherwise a
+ * function written by the owner would run with the rights of whoever
+ * verifies or merges the index (a superuser, the background worker), and
+ * could change settings that outlive the call.  An error in between needs
+ * no cleanup: (sub)transaction abort restores the user and the settings.
+ */
+void
+archer_become_owner(Relation heap, ArcherSavedUser *saved)
+{
+	GetUserIdAndSecContext(&saved->userid, &saved->sec_context);
+	SetUserIdAndSecContext(heap->rd_rel->relowner,
+						   saved->sec_context | SECURITY_RESTRICTED_OPERATION);
+	saved->nestlevel = NewGUCNestLevel();
+}
+
+/* Undo archer_become_owner */
+void
+archer_restore_user(const ArcherSavedUser *saved)
+{
+	AtEOXact_GUC(false, saved->nestlevel);
+	SetUserIdAndSecContext(saved->userid, saved->sec_context);
 }
 
 /*

@@ -198,6 +198,17 @@ extern void archer_check_index_owner(Oid indexoid);
 extern void archer_verify_open(Oid indexoid, const char *amname, Relation *heap,
 							   Relation *index, LOCKMODE *lockmode);
 
+/* who ran before archer_become_owner, restored by archer_restore_user */
+typedef struct ArcherSavedUser
+{
+	Oid			userid;
+	int			sec_context;
+	int			nestlevel;
+} ArcherSavedUser;
+
+extern void archer_become_owner(Relation heap, ArcherSavedUser *saved);
+extern void archer_restore_user(const ArcherSavedUser *saved);
+
 /* insert_buffer.c: the insert buffer's page chain, shared by both access methods */
 typedef struct ArcherBufferAppend
 {

@@ -661,7 +661,6 @@ vec_insert(Relation index, Datum *values, bool *isnull, ItemPointer ht_ctid,
 	oldcxt = MemoryContextSwitchTo(cxt);
 	info = vec_index_info(index);
 	x = vec_datum_values(info, values[0], &dim);
-	archer_vector_check_finite(x, dim);
 	if (info->dim > 0 && vec_insert_buffered(index))
 	{
 		/* an append; the graph work waits for a merge */

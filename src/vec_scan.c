@@ -355,7 +355,6 @@ start_search(IndexScanDesc scan)
 		return;
 	}
 	q = vec_datum_values(so->info, scan->orderByData[0].sk_argument, &dim);
-	archer_vector_check_finite(q, dim);
 	vec_query_init(&so->query, so->info, q);
 
 	/*

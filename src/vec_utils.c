@@ -498,6 +498,13 @@ vec_datum_values(const VecIndexInfo *info, Datum value, int *dim)
 				 errmsg("expected %d dimensions, not %d", info->dim, *dim),
 				 errdetail("The archer_vector index was built for vectors of %d dimensions.",
 						   info->dim)));
+	/*
+	 * Every vector the index takes in (build, insert, buffered insert, query)
+	 * comes through here: NaN or infinity would make every decoded distance
+	 * NaN and a search could never order its candidates, so refuse them with
+	 * the same error the distance operators raise on a sequential scan.
+	 */
+	archer_vector_check_finite(x, *dim);
 	return x;
 }
 

@@ -245,6 +245,7 @@ archer_vector_verify(PG_FUNCTION_ARGS)
 	uint8		max_level = 0;
 	IndexInfo  *indexInfo;
 	Snapshot	snapshot;
+	ArcherSavedUser saved;
 
 	archer_verify_open(indexoid, "archer_vector", &heap, &index, &lockmode);
 	vec_read_meta(index, &meta);
@@ -269,8 +270,11 @@ archer_vector_verify(PG_FUNCTION_ARGS)
 
 		indexInfo = BuildIndexInfo(index);
 		snapshot = RegisterSnapshot(GetTransactionSnapshot());
+		/* the index's expressions and predicate are the table owner's code */
+		archer_become_owner(heap, &saved);
 		table_index_build_scan(heap, index, indexInfo, true, false, verify_heap_callback, &state,
 							   table_beginscan_strat(heap, snapshot, 0, NULL, true, true));
+		archer_restore_user(&saved);
 		UnregisterSnapshot(snapshot);
 	}
 

@@ -72,6 +72,7 @@
 #include "utils/timestamp.h"
 
 #include "merge.h"
+#include "storage.h"
 
 #define MERGE_MAX_DATABASES		256
 #define MERGE_CHUNK_ENTRIES		256
@@ -465,9 +466,7 @@ merge_chunk(Oid indexoid, int64 min_entries)
 	Oid			heapoid = IndexGetRelation(indexoid, true);
 	Relation	heap;
 	Relation	index;
-	Oid			save_userid;
-	int			save_sec_context;
-	int			save_nestlevel;
+	ArcherSavedUser saved;
 	int64		merged = 0;
 
 	if (!OidIsValid(heapoid))
@@ -486,14 +485,10 @@ merge_chunk(Oid indexoid, int64 min_entries)
 	heap = table_open(heapoid, NoLock);
 	index = index_open(indexoid, NoLock);
 
-	GetUserIdAndSecContext(&save_userid, &save_sec_context);
-	SetUserIdAndSecContext(heap->rd_rel->relowner,
-						   save_sec_context | SECURITY_RESTRICTED_OPERATION);
-	save_nestlevel = NewGUCNestLevel();
+	archer_become_owner(heap, &saved);
 	if (index->rd_index->indisvalid && archer_buffer_entries(index) >= min_entries)
 		merged = archer_merge_buffer(index, MERGE_CHUNK_ENTRIES, false);
-	AtEOXact_GUC(false, save_nestlevel);
-	SetUserIdAndSecContext(save_userid, save_sec_context);
+	archer_restore_user(&saved);
 
 	index_close(index, NoLock);
 	table_close(heap, NoLock);
