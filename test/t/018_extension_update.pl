@@ -29,8 +29,10 @@ $node->init;
 $node->append_conf('postgresql.conf', "autovacuum = off\n");
 $node->start;
 
-my $has_postgis = $node->safe_psql('postgres',
-	q{SELECT count(*) FROM pg_available_extensions WHERE name = 'postgis'}) eq '1';
+# the test command installs PostGIS; without it archer_postgis is untested
+is($node->safe_psql('postgres',
+	q{SELECT count(*) FROM pg_available_extensions WHERE name = 'postgis'}), '1',
+	'PostGIS is installed');
 
 # Every member of an extension with what defines it, one line each, sorted
 my $CATALOG = q{
@@ -120,39 +122,35 @@ sub check_indexes
 # ---------------------------------------------------------------------------
 for my $ext ('archer', 'archer_postgis')
 {
-  SKIP:
-	{
-		skip 'PostGIS is not installed', 1 if $ext eq 'archer_postgis' && !$has_postgis;
-		my $default = $node->safe_psql('postgres',
-			"SELECT default_version FROM pg_available_extensions WHERE name = '$ext'");
-		my @stranded = split /\n/, $node->safe_psql('postgres', qq{
+	my $default = $node->safe_psql('postgres',
+		"SELECT default_version FROM pg_available_extensions WHERE name = '$ext'");
+	my @stranded = split /\n/, $node->safe_psql('postgres', qq{
 SELECT v.version FROM pg_available_extension_versions v
 WHERE v.name = '$ext' AND v.version <> '$default'
   AND NOT EXISTS (SELECT FROM pg_extension_update_paths('$ext') p
                   WHERE p.source = v.version AND p.target = '$default' AND p.path IS NOT NULL)});
-		is(scalar(@stranded), 0, "$ext: every available version updates to $default")
-		  or diag('no update path from: ' . join(', ', @stranded));
-		my @earlier = split /\n/, $node->safe_psql('postgres',
-			"SELECT version FROM pg_available_extension_versions WHERE name = '$ext' AND version <> '$default' ORDER BY version");
-		note("$ext: default version $default; earlier versions: " . (@earlier ? join(', ', @earlier) : 'none'));
+	is(scalar(@stranded), 0, "$ext: every available version updates to $default")
+	  or diag('no update path from: ' . join(', ', @stranded));
+	my @earlier = split /\n/, $node->safe_psql('postgres',
+		"SELECT version FROM pg_available_extension_versions WHERE name = '$ext' AND version <> '$default' ORDER BY version");
+	note("$ext: default version $default; earlier versions: " . (@earlier ? join(', ', @earlier) : 'none'));
 
-		my $fresh = "fresh_$ext";
-		$node->safe_psql('postgres', "CREATE DATABASE $fresh");
-		$node->safe_psql($fresh, "CREATE EXTENSION $ext CASCADE");
-		my $fresh_catalog = catalog($fresh, $ext);
-		for my $version (@earlier)
-		{
-			(my $db = "from_${ext}_$version") =~ s/\W/_/g;
-			$node->safe_psql('postgres', "CREATE DATABASE $db");
-			$node->safe_psql($db, "CREATE EXTENSION $ext VERSION '$version' CASCADE; $SAMPLE");
-			$node->safe_psql($db, "ALTER EXTENSION $ext UPDATE");
-			is($node->safe_psql($db, "SELECT extversion FROM pg_extension WHERE extname = '$ext'"), $default,
-				"$ext $version: updated to $default");
-			is(catalog($db, $ext), $fresh_catalog, "$ext $version -> $default: the catalog equals a fresh install's");
-			check_indexes($db, "$ext $version -> $default");
-		}
-		like($fresh_catalog, qr/access method|function/, "$ext: the catalog listing sees the extension's objects");
+	my $fresh = "fresh_$ext";
+	$node->safe_psql('postgres', "CREATE DATABASE $fresh");
+	$node->safe_psql($fresh, "CREATE EXTENSION $ext CASCADE");
+	my $fresh_catalog = catalog($fresh, $ext);
+	for my $version (@earlier)
+	{
+		(my $db = "from_${ext}_$version") =~ s/\W/_/g;
+		$node->safe_psql('postgres', "CREATE DATABASE $db");
+		$node->safe_psql($db, "CREATE EXTENSION $ext VERSION '$version' CASCADE; $SAMPLE");
+		$node->safe_psql($db, "ALTER EXTENSION $ext UPDATE");
+		is($node->safe_psql($db, "SELECT extversion FROM pg_extension WHERE extname = '$ext'"), $default,
+			"$ext $version: updated to $default");
+		is(catalog($db, $ext), $fresh_catalog, "$ext $version -> $default: the catalog equals a fresh install's");
+		check_indexes($db, "$ext $version -> $default");
 	}
+	like($fresh_catalog, qr/access method|function/, "$ext: the catalog listing sees the extension's objects");
 }
 
 # ---------------------------------------------------------------------------
@@ -196,7 +194,7 @@ my $LEFTOVERS = q{SELECT (SELECT count(*) FROM pg_am WHERE amname LIKE 'archer%'
   + (SELECT count(*) FROM pg_type WHERE typname IN ('avector', 'archer_cap'))
   + (SELECT count(*) FROM pg_opfamily WHERE opfname LIKE 'avector%' OR opfmethod IN
        (SELECT oid FROM pg_am WHERE amname LIKE 'archer%'))};
-my $db = $has_postgis ? 'fresh_archer_postgis' : 'fresh_archer';
+my $db = 'fresh_archer_postgis';
 $node->safe_psql($db, "$SAMPLE DROP EXTENSION archer CASCADE");
 is($node->safe_psql($db, $LEFTOVERS), '0', 'DROP EXTENSION archer CASCADE leaves no archer object');
 is($node->safe_psql($db, q{SELECT count(*) FROM pg_class WHERE relname IN ('pts_p', 'vecs_v')}), '0',
