@@ -1,7 +1,7 @@
 # archer: spatial and vector index access methods for PostgreSQL (PGXS build)
 
 EXTENSION = archer archer_postgis
-EXTVERSION = 0.1.0
+EXTVERSION = 0.2.0
 
 MODULE_big = archer
 OBJS = \

@@ -8,8 +8,10 @@
 #    functions, operators, operator families with their members, types,
 #    casts, access methods, views, privileges) equals a fresh install's; the
 #    indexes built before the update answer like a sequential scan and pass
-#    verify.  (0.1.0 is the first release: there is no earlier version yet,
-#    and this part checks only that no version is stranded.)
+#    verify.  (archer: 0.1.0 -> 0.2.0; archer_postgis has only 0.1.0, and
+#    the test asserts below that archer has at least one earlier version, so
+#    that the loop never silently tests nothing.  Indexes built by the
+#    released 0.1.0 code itself are 027_upgrade_from_0_1_0.pl's.)
 # 2. An index whose meta page has another page layout version (as one from
 #    a release with another layout would) is reported, by scans, inserts
 #    and verify, as one to REINDEX; REINDEX makes it work again.
@@ -134,6 +136,7 @@ WHERE v.name = '$ext' AND v.version <> '$default'
 	my @earlier = split /\n/, $node->safe_psql('postgres',
 		"SELECT version FROM pg_available_extension_versions WHERE name = '$ext' AND version <> '$default' ORDER BY version");
 	note("$ext: default version $default; earlier versions: " . (@earlier ? join(', ', @earlier) : 'none'));
+	ok(scalar(@earlier) >= 1, 'archer has an earlier version to update from') if $ext eq 'archer';
 
 	my $fresh = "fresh_$ext";
 	$node->safe_psql('postgres', "CREATE DATABASE $fresh");
