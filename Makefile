@@ -52,7 +52,8 @@ ISOLATION_OPTS = --inputdir=test/isolation
 
 # Perl TAP tests (PostgreSQL::Test::Cluster)
 TAP_TESTS = 1
-PROVE_TESTS = $(sort $(wildcard test/t/*.pl))
+# (?=: `PROVE_TESTS=test/t/NNN_x.pl bash test/run --suite=tap` runs only those)
+PROVE_TESTS ?= $(sort $(wildcard test/t/*.pl))
 
 PG_CPPFLAGS = -I$(srcdir)/src
 # -fno-semantic-interposition: calls between our own exported functions are
