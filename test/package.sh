@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # test/package.sh: build the Debian packages of debian/ and test them.
 #
-# Usage: sudo bash test/package.sh [--no-install-test] [--out=DIR]
+# Usage: sudo bash test/package.sh [--no-install-test] [--no-build] [--out=DIR]
 #
 #   --no-install-test  only build and check the packages
+#   --no-build         check and test the packages already built in DIR
 #   --out=DIR          where the copy of the tree, the build log and the .debs
 #                      go (default: a new /tmp/archer-pkg.XXXXXX, kept)
 #
@@ -26,10 +27,11 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-INSTALL_TEST=1 OUT=""
+INSTALL_TEST=1 BUILD=1 OUT=""
 for arg in "$@"; do
 	case "$arg" in
 		--no-install-test) INSTALL_TEST=0 ;;
+		--no-build) BUILD=0 ;;
 		--out=*) OUT=${arg#*=} ;;
 		-h|--help) sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
 		*) echo "package.sh: unknown argument: $arg" >&2; exit 2 ;;
@@ -64,25 +66,31 @@ meta_version=$(perl -MJSON::PP -0777 -ne 'my $m = decode_json($_); print $m->{ve
 say "version $version in debian/changelog, archer.control, Makefile and META.json"
 
 # --- build ----------------------------------------------------------------------
+if [ "$BUILD" = 0 ]; then
+	[ -n "$OUT" ] && [ -f "$OUT/build.log" ] || fail "--no-build needs --out=DIR of an earlier build"
+fi
 [ -n "$OUT" ] || OUT=$(mktemp -d /tmp/archer-pkg.XXXXXX)
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 src=$OUT/archer-$version
-rm -rf "$src"
-mkdir -p "$src"
-git -c safe.directory="$ROOT" ls-files -z --cached --others --exclude-standard |
-	grep -zEv '^(bench/results|tmp_check|results)/|\.(o|so|bc)$' |
-	while IFS= read -r -d '' f; do [ -e "$f" ] && printf '%s\0' "$f"; done |
-	tar --null -T - -cf - | tar -C "$src" -xf -
-export PG_SUPPORTED_VERSIONS=installed
-(cd "$src" && pg_buildext updatecontrol) || fail "pg_buildext updatecontrol failed"
+if [ "$BUILD" = 1 ]; then
+	rm -rf "$src"
+	mkdir -p "$src"
+	git -c safe.directory="$ROOT" ls-files -z --cached --others --exclude-standard |
+		grep -zEv '^(bench/results|tmp_check|results)/|\.(o|so|bc)$' |
+		while IFS= read -r -d '' f; do [ -e "$f" ] && printf '%s\0' "$f"; done |
+		tar --null -T - -cf - | tar -C "$src" -xf -
+	export PG_SUPPORTED_VERSIONS=installed
+	(cd "$src" && pg_buildext updatecontrol) || fail "pg_buildext updatecontrol failed"
+	versions=$(sed -n 's/^Package: postgresql-\([0-9]*\)-archer$/\1/p' "$src/debian/control" | xargs)
+	[ -n "$versions" ] || fail "no PostgreSQL version of debian/pgversions is installed"
+	say "building postgresql-{$(echo "$versions" | tr ' ' ,)}-archer in $src (log: $OUT/build.log)"
+	start=$(date +%s)
+	(cd "$src" && dpkg-buildpackage -us -uc -b) >"$OUT/build.log" 2>&1 ||
+		{ tail -n 60 "$OUT/build.log"; fail "dpkg-buildpackage failed (log: $OUT/build.log)"; }
+	say "built in $(( $(date +%s) - start ))s:"
+fi
 versions=$(sed -n 's/^Package: postgresql-\([0-9]*\)-archer$/\1/p' "$src/debian/control" | xargs)
-[ -n "$versions" ] || fail "no PostgreSQL version of debian/pgversions is installed"
-say "building postgresql-{$(echo "$versions" | tr ' ' ,)}-archer in $src (log: $OUT/build.log)"
-start=$(date +%s)
-(cd "$src" && dpkg-buildpackage -us -uc -b) >"$OUT/build.log" 2>&1 ||
-	{ tail -n 60 "$OUT/build.log"; fail "dpkg-buildpackage failed (log: $OUT/build.log)"; }
-say "built in $(( $(date +%s) - start ))s:"
 ls -l "$OUT"/*.deb
 
 # --- check the packages -----------------------------------------------------------
@@ -193,7 +201,7 @@ chroot "$RUN" runuser -u postgres -- sh -c '
 	/usr/lib/postgresql/15/bin/pg_ctl -D /tmp/pgdata -l /tmp/server.log -w \
 		-o "-c listen_addresses= -c unix_socket_directories=/tmp -c port=5432" start >/dev/null' ||
 	{ cat "$RUN/tmp/initdb.log" "$RUN/tmp/server.log" 2>/dev/null | tail -n 30; fail "the server did not start in the clean root"; }
-answer=$(chroot "$RUN" runuser -u postgres -- /usr/lib/postgresql/15/bin/psql -X -At -v ON_ERROR_STOP=1 -h /tmp -d postgres <<-'EOF'
+answer=$(chroot "$RUN" runuser -u postgres -- /usr/lib/postgresql/15/bin/psql -X -q -At -v ON_ERROR_STOP=1 -h /tmp -d postgres <<-'EOF'
 	SET statement_timeout = '60s';
 	CREATE EXTENSION archer;
 	CREATE TABLE pts (id int, p point);
@@ -209,7 +217,7 @@ answer=$(chroot "$RUN" runuser -u postgres -- /usr/lib/postgresql/15/bin/psql -X
 	SELECT archer_geo_verify('pts_p_idx'), archer_vector_verify('vecs_v_idx');
 	EOF
 ) || fail "the queries failed in the clean root"
-expected_count=$(chroot "$RUN" runuser -u postgres -- /usr/lib/postgresql/15/bin/psql -X -At -h /tmp -d postgres \
+expected_count=$(chroot "$RUN" runuser -u postgres -- /usr/lib/postgresql/15/bin/psql -X -q -At -h /tmp -d postgres \
 	-c "SET enable_indexscan = off; SET enable_bitmapscan = off; SELECT count(*) FROM pts WHERE archer_dwithin(p, point(0, 0), 1000000)")
 say "in the clean root: $(echo "$answer" | tr '\n' ' ')"
 expected=$(printf '%s\n%s\n%s\n%s' "$version" "$expected_count" '[1,1,1]' '2000|2000')
