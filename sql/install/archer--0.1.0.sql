@@ -407,11 +407,5 @@ JOIN pg_catalog.pg_index i ON i.indexrelid = c.oid,
 LATERAL @extschema@.archer_index_stats(c.oid) s
 WHERE a.amname IN ('archer_geo', 'archer_vector') AND c.relkind = 'i'
 	-- other sessions' temporary indexes cannot be read
-	AND NOT pg_catalog.pg_is_other_temp_schema(c.relnamespace)
-	-- as pg_stat_* views: the owner's indexes, or all for pg_read_all_stats
-	-- (filtered before the function locks the index)
-	AND (pg_catalog.pg_has_role(c.relowner, 'USAGE')
-		OR pg_catalog.pg_has_role('pg_read_all_stats', 'USAGE'));
+	AND NOT pg_catalog.pg_is_other_temp_schema(c.relnamespace);
 COMMENT ON VIEW archer_index_stats IS 'one row per archer index: insert buffer, merges, tree height or graph nodes';
--- every role may read it, as pg_stat_* views: the rows are filtered above
-GRANT SELECT ON archer_index_stats TO PUBLIC;

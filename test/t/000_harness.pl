@@ -28,7 +28,7 @@ $node->start;
 # 1. without preloading
 $node->safe_psql('postgres', 'CREATE EXTENSION archer');
 is($node->safe_psql('postgres', $version_sql),
-	'0.1.0', 'CREATE EXTENSION archer installs version 0.1.0');
+	'0.2.0', 'CREATE EXTENSION archer installs version 0.2.0');
 
 my ($ret, $stdout, $stderr) = $node->psql('postgres', "LOAD 'archer'");
 is($ret, 0, "LOAD 'archer' works without shared_preload_libraries")
@@ -49,12 +49,12 @@ SKIP:
 	is($node->safe_psql('postgres', 'SHOW shared_preload_libraries'),
 		'archer', 'archer is preloaded');
 	is($node->safe_psql('postgres', $version_sql),
-		'0.1.0', 'extension still at 0.1.0 after restart with preload');
+		'0.2.0', 'extension still at 0.2.0 after restart with preload');
 
 	$node->safe_psql('postgres', 'CREATE DATABASE preloaded');
 	$node->safe_psql('preloaded', 'CREATE EXTENSION archer');
 	is($node->safe_psql('preloaded', $version_sql),
-		'0.1.0', 'CREATE EXTENSION archer works with the preload');
+		'0.2.0', 'CREATE EXTENSION archer works with the preload');
 
 	$node->stop;
 }
