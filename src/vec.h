@@ -260,6 +260,11 @@ typedef struct VecFilterKey
 /* GUCs */
 extern int	archer_vector_ef_search;
 extern int	archer_vector_max_scan_tuples;
+extern int	archer_vector_order;
+
+/* archer.vector_order: what a scan does with a node found late (vec_scan.c) */
+#define VEC_ORDER_STRICT		0	/* skip it: rows come back in exact order */
+#define VEC_ORDER_RELAXED		1	/* return it once the search has nothing else */
 
 /* vec_handler.c */
 extern void archer_vector_am_init(void);
