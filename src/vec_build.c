@@ -158,7 +158,7 @@ range_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
 	if (isnull[0])
 		return;
 	oldcxt = MemoryContextSwitchTo(build->tmpcxt);
-	x = vec_datum_values(build->info, values[0], &dim);
+	x = vec_row_values(build->info, values[0], &dim);
 	if (build->info->dim == 0)
 	{
 		vec_check_dim(build->info, dim);
@@ -676,7 +676,7 @@ graph_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
 	}
 
 	oldcxt = MemoryContextSwitchTo(build->tmpcxt);
-	x = vec_datum_values(info, values[0], &dim);
+	x = vec_row_values(info, values[0], &dim);
 	if (build->nnodes == build->maxnodes)
 		elog(ERROR, "archer_vector build: more rows than counted in the first pass");
 	node = &build->nodes[build->nnodes];
