@@ -553,10 +553,14 @@ reconnect_orphans(BuildState *build)
 				indegree[build->links[off + s]]++;
 		}
 		for (int64 i = 0; i < build->nnodes; i++)
+		{
+			/* each adoption is a search of the graph: millions of them can take long */
+			CHECK_FOR_INTERRUPTS();
 			while (on_list(build, i, layer) && indegree[i] < VEC_MIN_INDEGREE &&
 				   (i != build->entry || VEC_IS_FILTER_LIST(layer)))
 				if (!adopt_orphan(build, i, layer, indegree))
 					break;
+		}
 	}
 	pfree(indegree);
 }
@@ -733,6 +737,8 @@ page_order(BuildState *build)
 	{
 		int64		off;
 
+		if ((head & 0xFFFF) == 0)
+			CHECK_FOR_INTERRUPTS();
 		if (head == tail)
 		{
 			/* unreached: the next node in insertion order not placed yet */

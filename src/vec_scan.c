@@ -100,6 +100,7 @@ typedef struct VecScanOpaqueData
 	VecVisited	buffered;		/* heap TIDs of the insert buffer entries read */
 	int			nbuffered;
 	ItemPointerData *buffered_tids; /* null_query: those heap TIDs, in order */
+	int			maxbuffered_tids;
 	int			buffered_pos;
 
 	VecHeap		candidates;		/* min-heap of nodes to expand */
@@ -234,6 +235,7 @@ vec_rescan(IndexScanDesc scan, ScanKey keys, int nkeys, ScanKey orderbys, int no
 	so->relaxed = archer_vector_order == VEC_ORDER_RELAXED;
 	so->nbuffered = so->buffered_pos = 0;
 	so->buffered_tids = NULL;
+	so->maxbuffered_tids = 0;
 	so->found = NULL;
 	so->ready = NULL;
 	so->deferred = NULL;
@@ -286,9 +288,14 @@ buffer_entry_found(const VecNodeHeader *entry, void *arg)
 	so->nbuffered++;
 	if (so->null_query)
 	{
-		so->buffered_tids = so->buffered_tids ?
-			repalloc(so->buffered_tids, sizeof(ItemPointerData) * so->nbuffered) :
-			palloc(sizeof(ItemPointerData) * so->nbuffered);
+		/* grown by doubling, huge: the buffer may hold millions of entries */
+		if (so->nbuffered > so->maxbuffered_tids)
+		{
+			so->maxbuffered_tids = Max(so->maxbuffered_tids * 2, 256);
+			so->buffered_tids = so->buffered_tids ?
+				repalloc_huge(so->buffered_tids, sizeof(ItemPointerData) * so->maxbuffered_tids) :
+				MemoryContextAllocHuge(so->scancxt, sizeof(ItemPointerData) * so->maxbuffered_tids);
+		}
 		so->buffered_tids[so->nbuffered - 1] = entry->heaptid;
 	}
 	else
@@ -438,6 +445,18 @@ gather_ready(VecScanOpaque so, float limit)
 			so->found[i].bound <= max_bound)
 			so->ready[so->nready++] = i;
 	qsort_arg(so->ready, so->nready, sizeof(int), found_bound_cmp, so->found);
+}
+
+/*
+ * Room in ready for every found node, in place of the last round's (a
+ * scan runs many rounds); huge, as found is: a scan may meet every node
+ */
+static void
+alloc_ready(VecScanOpaque so)
+{
+	if (so->ready)
+		pfree(so->ready);
+	so->ready = MemoryContextAllocHuge(so->scancxt, sizeof(int) * Max(so->nfound, 1));
 }
 
 /* Append a candidate to one of the scan's growing lists (deferred, bypassed) */
@@ -603,7 +622,7 @@ run_round(IndexScanDesc scan)
 	if (search_open(so) && so->nreturned > 0)
 		while (best.count > Max(so->width / 2, 1))
 			(void) vec_heap_pop(&best);
-	so->ready = MemoryContextAlloc(so->scancxt, sizeof(int) * Max(so->nfound, 1));
+	alloc_ready(so);
 	gather_ready(so, search_open(so) ? best.items[0].distance : FLT_MAX);
 	if (so->nready == 0)
 		gather_ready(so, whole_limit);
@@ -692,7 +711,7 @@ ready_late_nodes(IndexScanDesc scan)
 	VecScanOpaque so = (VecScanOpaque) scan->opaque;
 
 	so->draining = true;
-	so->ready = MemoryContextAlloc(so->scancxt, sizeof(int) * Max(so->nfound, 1));
+	alloc_ready(so);
 	so->nready = 0;
 	so->ready_pos = 0;
 	for (int i = 0; i < so->nfound; i++)
@@ -732,8 +751,12 @@ next_any_node(IndexScanDesc scan, ItemPointer heaptid)
 	}
 	while (so->walk_blkno < nblocks)
 	{
-		Buffer		buf = vec_read_node_page(index, so->walk_blkno);
+		Buffer		buf;
 		Page		page;
+
+		/* a filter may reject the rows of every page */
+		CHECK_FOR_INTERRUPTS();
+		buf = vec_read_node_page(index, so->walk_blkno);
 
 		if (!BufferIsValid(buf))
 		{
