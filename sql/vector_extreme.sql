@@ -81,7 +81,7 @@ END $$;
 SELECT count(*) AS cases,
        count(*) FILTER (WHERE a.ordered) AS ordered,
        count(*) FILTER (WHERE a.extra = 0) AS no_extra_rows,
-       count(*) FILTER (WHERE a.missing <= 0.3 * 403) AS most_rows,
+       count(*) FILTER (WHERE a.missing <= 0.5 * 403) AS most_rows,
        count(*) FILTER (WHERE a.relaxed_missing = 0) AS relaxed_all_rows
 FROM vx_cases c, LATERAL vx_all(c.op, c.q) a;
 
