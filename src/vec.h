@@ -113,6 +113,17 @@
 #define VEC_WIDE_FACTOR			8
 
 /*
+ * The largest magnitude of a component of an indexed vector.  Codes, their
+ * errors and code-to-code distances are computed in single precision over
+ * quantizer ranges up to 25 times the largest component (a small sample's
+ * range widened threefold, then VEC_WIDE_FACTOR times): with components
+ * up to 1e15 their squares summed over AVECTOR_MAX_DIM dimensions stay
+ * below 1e37, well within float.  Queries take any finite value
+ * (vec_query_distance falls back to double).
+ */
+#define VEC_MAX_COMPONENT		1e15
+
+/*
  * A build from fewer rows than this trains a widened range
  * (vec_widen_sample_range): so few rows may not show the data's range.
  */
@@ -240,7 +251,8 @@ typedef struct VecQuery
 	const VecIndexInfo *info;
 	ArcherSQ8Query sq;
 	ArcherSQ8Query sq_wide;
-	float		qnorm;			/* |q| as given (before normalizing for cosine) */
+	const float *values;		/* q (normalized for cosine), for vec_query_distance's double path */
+	double		qnorm;			/* |q| as given (before normalizing for cosine) */
 	bool		zero;			/* cosine with a zero query: every distance is 1 */
 	bool		node_space;		/* a node being linked: distances as between nodes */
 	float		lift;			/* node_space, inner product: q's extra coordinate */
@@ -260,6 +272,11 @@ typedef struct VecFilterKey
 /* GUCs */
 extern int	archer_vector_ef_search;
 extern int	archer_vector_max_scan_tuples;
+extern int	archer_vector_order;
+
+/* archer.vector_order: what a scan does with a node found late (vec_scan.c) */
+#define VEC_ORDER_STRICT		0	/* skip it: rows come back in exact order */
+#define VEC_ORDER_RELAXED		1	/* return it once the search has nothing else */
 
 /* vec_handler.c */
 extern void archer_vector_am_init(void);
@@ -285,6 +302,7 @@ extern const VecIndexInfo *vec_index_info(Relation index);
 extern int	vec_max_dim(int m, int nfilters, int filter_m);
 extern void vec_check_dim(const VecIndexInfo *info, int dim);
 extern const float *vec_datum_values(const VecIndexInfo *info, Datum value, int *dim);
+extern const float *vec_row_values(const VecIndexInfo *info, Datum value, int *dim);
 extern void vec_encode(const VecIndexInfo *info, const float *x, uint8 *code,
 					   float *error, float *norm, uint8 *flags);
 extern void vec_query_init(VecQuery *query, const VecIndexInfo *info, const float *q);

@@ -158,7 +158,7 @@ range_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
 	if (isnull[0])
 		return;
 	oldcxt = MemoryContextSwitchTo(build->tmpcxt);
-	x = vec_datum_values(build->info, values[0], &dim);
+	x = vec_row_values(build->info, values[0], &dim);
 	if (build->info->dim == 0)
 	{
 		vec_check_dim(build->info, dim);
@@ -553,10 +553,14 @@ reconnect_orphans(BuildState *build)
 				indegree[build->links[off + s]]++;
 		}
 		for (int64 i = 0; i < build->nnodes; i++)
+		{
+			/* each adoption is a search of the graph: millions of them can take long */
+			CHECK_FOR_INTERRUPTS();
 			while (on_list(build, i, layer) && indegree[i] < VEC_MIN_INDEGREE &&
 				   (i != build->entry || VEC_IS_FILTER_LIST(layer)))
 				if (!adopt_orphan(build, i, layer, indegree))
 					break;
+		}
 	}
 	pfree(indegree);
 }
@@ -676,7 +680,7 @@ graph_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
 	}
 
 	oldcxt = MemoryContextSwitchTo(build->tmpcxt);
-	x = vec_datum_values(info, values[0], &dim);
+	x = vec_row_values(info, values[0], &dim);
 	if (build->nnodes == build->maxnodes)
 		elog(ERROR, "archer_vector build: more rows than counted in the first pass");
 	node = &build->nodes[build->nnodes];
@@ -733,6 +737,8 @@ page_order(BuildState *build)
 	{
 		int64		off;
 
+		if ((head & 0xFFFF) == 0)
+			CHECK_FOR_INTERRUPTS();
 		if (head == tail)
 		{
 			/* unreached: the next node in insertion order not placed yet */

@@ -32,6 +32,13 @@ PG_FUNCTION_INFO_V1(archer_vector_handler);
 
 int			archer_vector_ef_search = 40;
 int			archer_vector_max_scan_tuples = 20000;
+int			archer_vector_order = VEC_ORDER_STRICT;
+
+static const struct config_enum_entry vector_order_options[] = {
+	{"strict", VEC_ORDER_STRICT, false},
+	{"relaxed", VEC_ORDER_RELAXED, false},
+	{NULL, 0, false}
+};
 
 static relopt_kind vec_relopt_kind;
 
@@ -71,6 +78,11 @@ archer_vector_am_init(void)
 							"Filtered queries keep the scan going until enough rows pass the filter; this bounds the work.",
 							&archer_vector_max_scan_tuples, 20000, 1, INT_MAX,
 							PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomEnumVariable("archer.vector_order",
+							 "Whether archer_vector scans return rows in exact distance order (strict) or may return rows found late out of order (relaxed).",
+							 "strict skips a row the search finds only after it returned a farther one; relaxed returns such rows once the search has nothing else.",
+							 &archer_vector_order, VEC_ORDER_STRICT, vector_order_options,
+							 PGC_USERSET, 0, NULL, NULL, NULL);
 }
 
 static bytea *

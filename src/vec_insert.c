@@ -660,7 +660,7 @@ vec_insert(Relation index, Datum *values, bool *isnull, ItemPointer ht_ctid,
 								ALLOCSET_DEFAULT_SIZES);
 	oldcxt = MemoryContextSwitchTo(cxt);
 	info = vec_index_info(index);
-	x = vec_datum_values(info, values[0], &dim);
+	x = vec_row_values(info, values[0], &dim);
 	if (info->dim > 0 && vec_insert_buffered(index))
 	{
 		/* an append; the graph work waits for a merge */
@@ -684,7 +684,7 @@ vec_insert(Relation index, Datum *values, bool *isnull, ItemPointer ht_ctid,
 				info = vec_index_info(index);
 			}
 			else
-				x = vec_datum_values(info, values[0], &dim);
+				x = vec_row_values(info, values[0], &dim);
 		}
 		vec_insert_node(index, info, new_node(info, x, values, isnull, ht_ctid, 0), x, NULL);
 		UnlockPage(index, VEC_INSERT_LOCK, ExclusiveLock);

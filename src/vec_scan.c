@@ -14,11 +14,14 @@
  * filtered rows out, or LIMIT is large) the next round doubles the width
  * and resumes the same search: candidates, visited set and found nodes
  * carry over, so no node is read twice.  A node found in a later round
- * whose bound is below the last one returned is held back, which keeps the
- * returned bounds in order as the executor requires, and handed out only
- * once the search has nothing else (out of order, but no row is lost to a
- * filter the index cannot apply); archer.vector_max_scan_tuples caps the
- * rows one scan returns, with a NOTICE when it cuts the scan short.  When
+ * whose bound is below the last one returned is "late": the executor may
+ * already have emitted rows farther than it, so returning it could break
+ * the ORDER BY.  Under archer.vector_order = strict (the default) a late
+ * node is skipped, so rows come back in exact distance order (pgvector's
+ * strict_order does the same); under relaxed it is held back and handed
+ * out once the search has nothing else (out of order, but no row is lost
+ * to a filter the index cannot apply).  archer.vector_max_scan_tuples caps
+ * the rows one scan returns, with a NOTICE when it cuts the scan short.  When
  * the graph search runs dry, one pass over the node pages adds whatever it
  * could not reach, so a selective filter still fills its LIMIT.
  *
@@ -35,8 +38,9 @@
  *
  * Each returned row carries a lower bound of its exact distance
  * (xs_recheckorderby): the executor computes the exact distance from the
- * heap row and reorders, so rows come back in exact order (late nodes
- * aside).
+ * heap row and reorders.  The executor emits a row once no later bound
+ * can be below its exact distance, so with bounds that never decrease (late
+ * nodes skipped) rows come back in exact order.
  *
  *-------------------------------------------------------------------------
  */
@@ -57,8 +61,8 @@ typedef struct VecFound
 	float		distance;		/* code distance */
 	double		bound;			/* lower bound of the exact distance */
 	ItemPointerData heaptid;
-	bool		returned;		/* handed out, or held back as late */
-	bool		late;			/* found after a row with a higher bound was returned */
+	bool		returned;		/* handed out, or skipped or held back as late */
+	bool		late;			/* relaxed: held back, found after a row with a higher bound */
 	bool		buffered;		/* an insert buffer entry, not a graph node */
 } VecFound;
 
@@ -96,6 +100,7 @@ typedef struct VecScanOpaqueData
 	VecVisited	buffered;		/* heap TIDs of the insert buffer entries read */
 	int			nbuffered;
 	ItemPointerData *buffered_tids; /* null_query: those heap TIDs, in order */
+	int			maxbuffered_tids;
 	int			buffered_pos;
 
 	VecHeap		candidates;		/* min-heap of nodes to expand */
@@ -120,6 +125,7 @@ typedef struct VecScanOpaqueData
 	int			nready;
 	int			ready_pos;
 	bool		draining;		/* the search is over: ready holds the late nodes */
+	bool		relaxed;		/* archer.vector_order = relaxed when the scan began */
 
 	/* null_query: a walk over every node page */
 	BlockNumber walk_blkno;
@@ -226,8 +232,10 @@ vec_rescan(IndexScanDesc scan, ScanKey keys, int nkeys, ScanKey orderbys, int no
 	so->swept = false;
 	so->nfound = so->maxfound = so->nready = so->ready_pos = 0;
 	so->draining = false;
+	so->relaxed = archer_vector_order == VEC_ORDER_RELAXED;
 	so->nbuffered = so->buffered_pos = 0;
 	so->buffered_tids = NULL;
+	so->maxbuffered_tids = 0;
 	so->found = NULL;
 	so->ready = NULL;
 	so->deferred = NULL;
@@ -280,9 +288,14 @@ buffer_entry_found(const VecNodeHeader *entry, void *arg)
 	so->nbuffered++;
 	if (so->null_query)
 	{
-		so->buffered_tids = so->buffered_tids ?
-			repalloc(so->buffered_tids, sizeof(ItemPointerData) * so->nbuffered) :
-			palloc(sizeof(ItemPointerData) * so->nbuffered);
+		/* grown by doubling, huge: the buffer may hold millions of entries */
+		if (so->nbuffered > so->maxbuffered_tids)
+		{
+			so->maxbuffered_tids = Max(so->maxbuffered_tids * 2, 256);
+			so->buffered_tids = so->buffered_tids ?
+				repalloc_huge(so->buffered_tids, sizeof(ItemPointerData) * so->maxbuffered_tids) :
+				MemoryContextAllocHuge(so->scancxt, sizeof(ItemPointerData) * so->maxbuffered_tids);
+		}
 		so->buffered_tids[so->nbuffered - 1] = entry->heaptid;
 	}
 	else
@@ -408,15 +421,42 @@ result_set_limit(VecScanOpaque so, VecHeap *best)
 	return best->count >= so->width ? best->items[0].distance : FLT_MAX;
 }
 
-/* Ready to return: the found nodes within limit not returned yet, ordered by bound */
+/*
+ * Ready to return: the found nodes within limit not returned yet, and
+ * those beyond it whose bound is below one of theirs, ordered by bound.
+ * A node's bound can lie far below its code distance (a large error: a
+ * wide code, a buffer entry unlike the build's rows); left for a later
+ * round, such a node would be late.
+ */
 static void
 gather_ready(VecScanOpaque so, float limit)
 {
+	double		max_bound = -DBL_MAX;
+
 	so->nready = 0;
 	for (int i = 0; i < so->nfound; i++)
 		if (!so->found[i].returned && so->found[i].distance <= limit)
+		{
+			so->ready[so->nready++] = i;
+			max_bound = Max(max_bound, so->found[i].bound);
+		}
+	for (int i = 0; i < so->nfound; i++)
+		if (!so->found[i].returned && so->found[i].distance > limit &&
+			so->found[i].bound <= max_bound)
 			so->ready[so->nready++] = i;
 	qsort_arg(so->ready, so->nready, sizeof(int), found_bound_cmp, so->found);
+}
+
+/*
+ * Room in ready for every found node, in place of the last round's (a
+ * scan runs many rounds); huge, as found is: a scan may meet every node
+ */
+static void
+alloc_ready(VecScanOpaque so)
+{
+	if (so->ready)
+		pfree(so->ready);
+	so->ready = MemoryContextAllocHuge(so->scancxt, sizeof(int) * Max(so->nfound, 1));
 }
 
 /* Append a candidate to one of the scan's growing lists (deferred, bypassed) */
@@ -582,7 +622,7 @@ run_round(IndexScanDesc scan)
 	if (search_open(so) && so->nreturned > 0)
 		while (best.count > Max(so->width / 2, 1))
 			(void) vec_heap_pop(&best);
-	so->ready = MemoryContextAlloc(so->scancxt, sizeof(int) * Max(so->nfound, 1));
+	alloc_ready(so);
 	gather_ready(so, search_open(so) ? best.items[0].distance : FLT_MAX);
 	if (so->nready == 0)
 		gather_ready(so, whole_limit);
@@ -658,11 +698,12 @@ next_round(IndexScanDesc scan)
 }
 
 /*
- * The search is over and the executor still wants rows: hand out the
- * nodes held back as late after all, ordered by bound.  They may come out
- * of exact order (the executor has already passed rows farther away), but
- * a query whose WHERE clause the index cannot apply then still gets as
- * many rows as match, rather than fewer than LIMIT.
+ * archer.vector_order = relaxed: the search is over and the executor still
+ * wants rows: hand out the nodes held back as late after all, ordered by
+ * bound.  They may come out of exact order (the executor has already
+ * passed rows farther away), but a query whose WHERE clause the index
+ * cannot apply then still gets as many rows as match, rather than fewer
+ * than LIMIT.
  */
 static void
 ready_late_nodes(IndexScanDesc scan)
@@ -670,7 +711,7 @@ ready_late_nodes(IndexScanDesc scan)
 	VecScanOpaque so = (VecScanOpaque) scan->opaque;
 
 	so->draining = true;
-	so->ready = MemoryContextAlloc(so->scancxt, sizeof(int) * Max(so->nfound, 1));
+	alloc_ready(so);
 	so->nready = 0;
 	so->ready_pos = 0;
 	for (int i = 0; i < so->nfound; i++)
@@ -710,8 +751,12 @@ next_any_node(IndexScanDesc scan, ItemPointer heaptid)
 	}
 	while (so->walk_blkno < nblocks)
 	{
-		Buffer		buf = vec_read_node_page(index, so->walk_blkno);
+		Buffer		buf;
 		Page		page;
+
+		/* a filter may reject the rows of every page */
+		CHECK_FOR_INTERRUPTS();
+		buf = vec_read_node_page(index, so->walk_blkno);
 
 		if (!BufferIsValid(buf))
 		{
@@ -771,10 +816,13 @@ vec_gettuple(IndexScanDesc scan, ScanDirection dir)
 			VecFound   *found = &so->found[so->ready[so->ready_pos++]];
 
 			found->returned = true;
-			/* found late, nearer than a row already returned: hold it back */
+			/*
+			 * found late, nearer than a row already returned: skip it
+			 * (strict), or hold it back for the end (relaxed)
+			 */
 			if (found->bound < so->last_bound && !so->draining)
 			{
-				found->late = true;
+				found->late = so->relaxed;
 				continue;
 			}
 			so->last_bound = Max(so->last_bound, found->bound);
@@ -788,7 +836,8 @@ vec_gettuple(IndexScanDesc scan, ScanDirection dir)
 		}
 		if (!so->draining && next_round(scan))
 			run_round(scan);
-		else if (!so->draining && so->nreturned < archer_vector_max_scan_tuples)
+		else if (so->relaxed && !so->draining &&
+				 so->nreturned < archer_vector_max_scan_tuples)
 			ready_late_nodes(scan);
 		else
 			so->done = true;

@@ -18,16 +18,32 @@
 
 #include "vec.h"
 
-/* ---- visited set: open addressing over packed TIDs ---- */
+/*
+ * ---- visited set: open addressing over packed TIDs ----
+ *
+ * A scan that walks the whole graph (a selective filter, the sweep of
+ * unreached nodes) or a large insert buffer adds every node: 16 bytes per
+ * node at most.  The slots are a huge allocation (past 1 GB, the limit of
+ * palloc, from about 33.5 million nodes on), up to VEC_VISITED_MAX_SLOTS:
+ * a set of a billion nodes, past which the search raises an error.
+ */
+#define VEC_VISITED_MAX_SLOTS	((uint32) 1 << 31)
+
+static uint64 *
+visited_slots(uint32 size)
+{
+	return MemoryContextAllocExtended(CurrentMemoryContext, sizeof(uint64) * (Size) size,
+									  MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
+}
 
 void
 vec_visited_init(VecVisited *visited, int expected)
 {
 	uint32		size = 64;
 
-	while (size < (uint32) expected * 2)
+	while (size < (uint32) expected * 2 && size < VEC_VISITED_MAX_SLOTS)
 		size *= 2;
-	visited->slots = palloc0(sizeof(uint64) * size);
+	visited->slots = visited_slots(size);
 	visited->mask = size - 1;
 	visited->count = 0;
 }
@@ -44,10 +60,18 @@ visited_grow(VecVisited *visited)
 	uint64	   *old = visited->slots;
 	uint32		oldsize = visited->mask + 1;
 
-	visited->slots = palloc0(sizeof(uint64) * oldsize * 2);
+	if (oldsize >= VEC_VISITED_MAX_SLOTS)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("archer_vector search cannot visit more than %u nodes",
+						oldsize / 2)));
+	visited->slots = visited_slots(oldsize * 2);
 	visited->mask = oldsize * 2 - 1;
 	for (uint32 i = 0; i < oldsize; i++)
 	{
+		/* rehashing a large set takes a while */
+		if ((i & 0xFFFF) == 0)
+			CHECK_FOR_INTERRUPTS();
 		if (old[i] != 0)
 		{
 			uint32		pos = visited_hash(old[i], visited->mask);

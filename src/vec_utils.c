@@ -17,6 +17,7 @@
  */
 #include "postgres.h"
 
+#include <float.h>
 #include <math.h>
 
 #include "catalog/pg_type.h"
@@ -508,6 +509,27 @@ vec_datum_values(const VecIndexInfo *info, Datum value, int *dim)
 	return x;
 }
 
+/*
+ * vec_datum_values for a row to index (build, insert, buffered insert):
+ * refuses components beyond VEC_MAX_COMPONENT, before the row can set the
+ * quantizer of an empty index or reach a code.  A table with the index
+ * then holds no such row, so every plan gives the same answer.
+ */
+const float *
+vec_row_values(const VecIndexInfo *info, Datum value, int *dim)
+{
+	const float *x = vec_datum_values(info, value, dim);
+
+	for (int i = 0; i < *dim; i++)
+		if (fabsf(x[i]) > VEC_MAX_COMPONENT)
+			ereport(ERROR,
+					(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+					 errmsg("archer_vector cannot index a vector component of %g", x[i]),
+					 errdetail("Indexed vectors have components between %g and %g.",
+							   -VEC_MAX_COMPONENT, VEC_MAX_COMPONENT)));
+	return x;
+}
+
 /* Encode x with one quantizer; returns the error, decoded is work space */
 static float
 encode_with(const ArcherSQ8 *sq, const float *x, uint8 *code, float *decoded)
@@ -543,12 +565,21 @@ vec_encode(const VecIndexInfo *info, const float *x, uint8 *code, float *error,
 	float	   *work = palloc(sizeof(float) * dim);
 	float	   *decoded = palloc(sizeof(float) * dim);
 
+	double		norm2 = 0;
+
+	/*
+	 * in double, as the distance operators do: the squares of denormal
+	 * components vanish in float, and such a vector would pass for a zero
+	 * vector under cosine (distance 1) while it has a direction
+	 */
+	for (int i = 0; i < dim; i++)
+		norm2 += (double) x[i] * x[i];
 	memcpy(work, x, sizeof(float) * dim);
 	*flags = 0;
-	*norm = sqrtf(archer_vec_inner_product(work, work, dim));
+	*norm = (float) sqrt(norm2);
 	if (info->metric == VEC_METRIC_COSINE)
 	{
-		if (*norm == 0)
+		if (norm2 == 0)
 			*flags |= VEC_NODE_ZERO;
 		else
 			archer_vec_normalize(work, dim);
@@ -582,9 +613,15 @@ vec_query_init(VecQuery *query, const VecIndexInfo *info, const float *q)
 	int			dim = info->dim;
 	float	   *work = palloc(sizeof(float) * dim);
 
+	double		norm2 = 0;
+
+	/* in double: a query may have any finite components, 1e20 or FLT_MAX */
+	for (int i = 0; i < dim; i++)
+		norm2 += (double) q[i] * q[i];
 	memcpy(work, q, sizeof(float) * dim);
 	query->info = info;
-	query->qnorm = sqrtf(archer_vec_inner_product(work, work, dim));
+	query->values = work;
+	query->qnorm = sqrt(norm2);
 	query->zero = false;
 	if (info->metric == VEC_METRIC_COSINE)
 	{
@@ -612,31 +649,89 @@ vec_node_query_init(VecQuery *query, const VecIndexInfo *info, const float *x)
 	query->lift = lift(info, query->qnorm * query->qnorm);
 }
 
-/* Distance between the query and a code, in the metric's own units */
+/*
+ * vec_query_distance in double, from the decoded code: for a query whose
+ * float computation overflowed (components like 1e20 square beyond
+ * FLT_MAX).  Indexed components are bounded (VEC_MAX_COMPONENT), so every
+ * term is finite in double.
+ */
+static double
+query_distance_double(const VecQuery *query, const ArcherSQ8 *sq, const uint8 *code)
+{
+	double		l2 = 0;
+	double		ip = 0;
+	double		norm2 = 0;
+
+	for (int i = 0; i < sq->dim; i++)
+	{
+		double		x = (double) sq->lo[i] + (double) sq->step[i] * code[i];
+		double		d = query->values[i] - x;
+
+		l2 += d * d;
+		ip += query->values[i] * x;
+		norm2 += x * x;
+	}
+	switch (query->info->metric)
+	{
+		case VEC_METRIC_L2:
+			return sqrt(l2);
+		case VEC_METRIC_IP:
+			if (query->node_space)
+			{
+				double		gap = query->lift - lift(query->info, (float) norm2);
+
+				return sqrt(l2 + gap * gap);
+			}
+			return -ip;
+		default:
+			return query->zero ? 1.0 : 1.0 - ip;
+	}
+}
+
+/*
+ * Distance between the query and a code, in the metric's own units.  A
+ * result beyond float's range is clamped to +-FLT_MAX (vec_lower_bound
+ * knows), so that searches compare finite distances only.
+ */
 float
 vec_query_distance(const VecQuery *query, const uint8 *code, uint8 flags)
 {
 	const ArcherSQ8Query *sq = (flags & VEC_NODE_WIDE) ? &query->sq_wide : &query->sq;
+	float		distance = 0;
+	double		exact;
 
 	switch (query->info->metric)
 	{
 		case VEC_METRIC_L2:
-			return sqrtf(Max(0.0f, archer_sq8_query_l2sq(sq, code)));
+			distance = sqrtf(Max(0.0f, archer_sq8_query_l2sq(sq, code)));
+			break;
 		case VEC_METRIC_IP:
 			if (query->node_space)
 			{
 				float		gap = query->lift - lift(query->info, code_norm2(sq->sq, code));
 
-				return sqrtf(Max(0.0f, archer_sq8_query_l2sq(sq, code) + gap * gap));
+				distance = sqrtf(Max(0.0f, archer_sq8_query_l2sq(sq, code) + gap * gap));
 			}
-			return -archer_sq8_query_ip(sq, code);
+			else
+				distance = -archer_sq8_query_ip(sq, code);
+			break;
 		case VEC_METRIC_COSINE:
-			return query->zero ? 1.0f : 1.0f - archer_sq8_query_ip(sq, code);
+			distance = query->zero ? 1.0f : 1.0f - archer_sq8_query_ip(sq, code);
+			break;
 	}
-	return 0;					/* keep compiler quiet */
+	/* an overflow in float leaves an infinity or a NaN, never a finite value */
+	if (likely(isfinite(distance)))
+		return distance;
+	exact = query_distance_double(query, sq->sq, code);
+	return (float) Max(-FLT_MAX, Min(FLT_MAX, exact));
 }
 
-/* A lower bound of the exact distance of the node's row, for the executor */
+/*
+ * A lower bound of the exact distance of the node's row, for the executor.
+ * A code distance clamped to FLT_MAX (vec_query_distance) is at least
+ * that: the bound from it stays below the exact distance.  One clamped to
+ * -FLT_MAX (inner product with a huge query) may be far below: no bound.
+ */
 double
 vec_lower_bound(const VecQuery *query, float code_distance, const VecNodeHeader *node)
 {
@@ -650,8 +745,10 @@ vec_lower_bound(const VecQuery *query, float code_distance, const VecNodeHeader 
 			magnitude = Abs(code_distance) + node->error;
 			break;
 		case VEC_METRIC_IP:
-			slack = (double) query->qnorm * node->error;
-			magnitude = (double) query->qnorm * (node->norm + node->error);
+			if (code_distance <= -FLT_MAX)
+				return -DBL_MAX;
+			slack = query->qnorm * node->error;
+			magnitude = query->qnorm * (node->norm + node->error);
 			break;
 		default:
 			if (query->zero || (node->flags & VEC_NODE_ZERO))

@@ -638,11 +638,17 @@ register_launcher(void)
 void
 archer_worker_init(void)
 {
+	/*
+	 * PGC_SUSET: a session that raises it stops merging, and without the
+	 * merge worker the buffer then grows without bound, for every session:
+	 * each scan reads (and holds, about 50 bytes an entry) all of it, and
+	 * VACUUM merges it all at once.  Not a choice for any user to make.
+	 */
 	DefineCustomIntVariable("archer.insert_buffer_max_entries",
 							"Entries an archer insert buffer holds before the inserting session merges it.",
 							"Scans read every buffered entry, so a larger buffer makes inserts cheaper and queries dearer.",
 							&archer_insert_buffer_max_entries, 2000, 1, INT_MAX,
-							PGC_USERSET, 0, NULL, NULL, NULL);
+							PGC_SUSET, 0, NULL, NULL, NULL);
 	DefineCustomIntVariable("archer.merge_threshold",
 							"Buffered entries at which the merge worker merges an archer insert buffer.",
 							"Only with archer in shared_preload_libraries; sessions merge at archer.insert_buffer_max_entries.",

@@ -294,7 +294,8 @@ COMMENT ON FUNCTION archer_vector_kernel_bench(integer, integer) IS 'nanoseconds
 
 -- archer_vector: an HNSW graph over 8-bit quantized vectors for
 -- ORDER BY col <-> | <#> | <=> query LIMIT k, on avector and real[].
--- Rows come back in exact distance order among the candidates found.
+-- Rows come back in exact distance order among the candidates found
+-- (unless archer.vector_order = relaxed: then rows found late come last).
 CREATE FUNCTION archer_vector_handler(internal) RETURNS index_am_handler
 	AS 'MODULE_PATHNAME' LANGUAGE C;
 CREATE ACCESS METHOD archer_vector TYPE INDEX HANDLER archer_vector_handler;

@@ -19,7 +19,7 @@ CREATE EXTENSION IF NOT EXISTS archer;
 LOAD 'archer';
 
 BEGIN;
-SELECT plan(52);
+SELECT plan(54);
 
 -- ---------------------------------------------------------------------------
 -- the avector type
@@ -108,6 +108,12 @@ SELECT is(current_setting('archer.vector_max_scan_tuples'), '20000',
 SELECT throws_ok($$SET archer.ef_search = 0$$, '22023', NULL, 'archer.ef_search must be positive');
 SELECT is(current_setting('archer.insert_buffer_max_entries'), '2000',
           'archer.insert_buffer_max_entries defaults to 2000');
+SELECT is(current_setting('archer.vector_order'), 'strict',
+          'archer.vector_order defaults to strict (exact ORDER BY order)');
+SELECT results_eq($$SELECT name::text, context::text FROM pg_settings
+                    WHERE name IN ('archer.vector_order', 'archer.insert_buffer_max_entries') ORDER BY 1$$,
+                  $$VALUES ('archer.insert_buffer_max_entries', 'superuser'), ('archer.vector_order', 'user')$$,
+                  'archer.vector_order is per session; archer.insert_buffer_max_entries superuser only');
 SELECT function_returns('public', 'archer_flush', ARRAY['regclass'], 'bigint',
                         'archer_flush(regclass) returns bigint');
 
