@@ -191,11 +191,23 @@ typedef struct GeoScanOpaqueData
 	GeoKey		range_hikey;	/* high key of the last leaf read in the range */
 
 	/* ordered scans */
-	bool		ordered;
-	bool		center_null;	/* every distance is NULL */
-	S2Point		center;
-	double		center_lat;
-	double		center_lng;
+	bool		ordered;		/* in rings around a centre (else see same_distance) */
+	S2Point		center;			/* of the rings: the centre, or nearest valid point */
+	double		center_lat;		/* the centre as given (planar columns: may be */
+	double		center_lng;		/* out of range) */
+	double		center_offset;	/* planar: from the centre to the rings' centre */
+	double		ring_lat;		/* the rings' centre */
+	double		ring_lng;
+
+	/*
+	 * Scans ordered by a distance that is the same for every non-empty
+	 * value: a NULL or non-finite centre.  They stream like condition scans
+	 * (no candidates kept), NULL and empty points last, with this distance
+	 * for the others.
+	 */
+	bool		same_distance;
+	bool		same_distance_null;
+	double		same_distance_value;
 	double		ring_angle;		/* the cap scanned so far; < 0 before the first */
 	double		emit_bound;		/* entries up to this distance can be returned */
 	GeoRange   *scanned;
@@ -846,7 +858,7 @@ keep_matches(GeoScanOpaque so, int nentries)
 /*
  * Read the next leaf page of the covering of keys[0] that has matching
  * entries; false at the end.  A scan without conditions reads every entry,
- * NULL and empty points included.
+ * NULL and empty points included (last).
  */
 static pg_noinline bool
 next_condition_batch(IndexScanDesc scan)
@@ -869,7 +881,11 @@ next_condition_batch(IndexScanDesc scan)
 			lo = s2_cellid_range_min(first->cells[so->cur_cell].cellid);
 			hi = s2_cellid_range_max(first->cells[so->cur_cell].cellid);
 		}
-		else if (so->cur_cell > 0)
+		else if (so->cur_cell == 0)
+			hi = GEO_NULL_CELLID - 1;
+		else if (so->cur_cell == 1)
+			lo = GEO_NULL_CELLID;	/* NULL and empty points last, as ORDER BY puts them */
+		else
 			return false;
 		CHECK_FOR_INTERRUPTS();
 		nentries = read_range(scan, lo, hi, &so->next_blkno, &so->range_hikey);
@@ -974,8 +990,16 @@ ring_distance_bound(GeoScanOpaque so, double angle)
 {
 	if (angle >= M_PI)
 		return DBL_MAX;
+
+	/*
+	 * A point outside the cap is this far from the rings' centre in the
+	 * plane, at least; and the plane's valid part, where every point lies,
+	 * is a rectangle: from a centre outside it, whose nearest valid point
+	 * the rings' centre is, any point of it is at least as far as the
+	 * hypotenuse of these two distances (a projection onto a convex set)
+	 */
 	if (column_is_planar(so->kind))
-		return angle * 180.0 / M_PI * (1.0 - 1e-12);
+		return hypot(angle * 180.0 / M_PI, so->center_offset) * (1.0 - 1e-12);
 	return angle * GEO_KNN_SPHERE_RADIUS_LOW * (1.0 - 1e-12);
 }
 
@@ -1045,7 +1069,6 @@ scan_range_for_ring(IndexScanDesc scan, uint64 lo, uint64 hi)
 							   &point, &recheck))
 				continue;
 			add_candidate(so, &entries[i], &point, recheck,
-						  so->center_null ? 0 :
 						  so->exact_order ? exact_distance(scan, &entries[i], &point) :
 						  leaf_distance_bound(so, entries[i].cellid));
 		}
@@ -1115,7 +1138,7 @@ first_ring_angle(IndexScanDesc scan)
 			double		lng;
 
 			s2_latlng_from_point(s2_cellid_to_point(entries[i].cellid), &lat, &lng);
-			distances[n++] = hypot(lat - so->center_lat, lng - so->center_lng) * M_PI / 180.0;
+			distances[n++] = hypot(lat - so->ring_lat, lng - so->ring_lng) * M_PI / 180.0;
 		}
 		else
 			distances[n++] = s2_point_angle(s2_cellid_to_point(entries[i].cellid), so->center);
@@ -1163,10 +1186,7 @@ next_ring(IndexScanDesc scan)
 
 	if (so->ring_angle >= M_PI)
 		return false;
-	if (so->center_null)
-		so->ring_angle = M_PI;
-	else
-		so->ring_angle = so->ring_angle < 0 ? first_ring_angle(scan) : so->ring_angle * 2;
+	so->ring_angle = so->ring_angle < 0 ? first_ring_angle(scan) : so->ring_angle * 2;
 
 	/* keep the candidates not yet returned */
 	memmove(so->cands, so->cands + so->cand_pos, sizeof(GeoCandidate) * remaining);
@@ -1234,7 +1254,7 @@ next_ordered(IndexScanDesc scan, GeoCandidate *result, bool *distance_null)
 			(so->nulls_done || so->cands[so->cand_pos].distance <= so->emit_bound))
 		{
 			*result = so->cands[so->cand_pos++];
-			*distance_null = so->nulls_done || so->center_null;
+			*distance_null = so->nulls_done;
 			return true;
 		}
 		if (so->nulls_done)
@@ -1242,6 +1262,105 @@ next_ordered(IndexScanDesc scan, GeoCandidate *result, bool *distance_null)
 		if (!next_ring(scan))
 			load_null_entries(scan);
 	}
+}
+
+/*
+ * The <-> operator's distance from a point of the column's type at (0, 0)
+ * to the scan's centre; false if NULL.  For a centre whose distance to
+ * every point is the same (see prepare_order) that is the distance, and
+ * for a centre of another SRID it is PostGIS's own mixed-SRID error, the
+ * one a sequential scan raises.
+ */
+static bool
+probe_distance(IndexScanDesc scan, double *distance)
+{
+	GeoScanOpaque so = (GeoScanOpaque) scan->opaque;
+	ScanKey		orderby = &scan->orderByData[0];
+	Point		origin = {0, 0};
+	LOCAL_FCINFO(fcinfo, 2);
+	Datum		result;
+
+	InitFunctionCallInfoData(*fcinfo, &orderby->sk_func, 2, orderby->sk_collation,
+							 NULL, NULL);
+	fcinfo->args[0].value = so->kind == GEO_COLUMN_POINT ? PointPGetDatum(&origin) :
+		geo_postgis_plain_point(so->kind == GEO_COLUMN_GEOGRAPHY);
+	fcinfo->args[0].isnull = false;
+	fcinfo->args[1].value = orderby->sk_argument;
+	fcinfo->args[1].isnull = false;
+	result = FunctionCallInvoke(fcinfo);
+	if (fcinfo->isnull)
+		return false;
+	*distance = DatumGetFloat8(result);
+	return true;
+}
+
+/*
+ * The centre of an ordered scan, checked as a sequential scan would meet
+ * it, so that every plan gives the same answer or the same error:
+ *	- NULL or empty: every distance is NULL;
+ *	- a non-finite coordinate: every distance is the same, the operator's
+ *	  own (NaN or infinity for points, NULL for PostGIS geometry);
+ *	- another SRID: PostGIS's mixed-SRID error (probe_distance), or ours;
+ *	- planar columns (point, geometry): any finite centre, out of range or
+ *	  not; the rings grow around the nearest valid point
+ *	  (ring_distance_bound);
+ *	- geography: a centre in range (PostGIS keeps its values there).
+ */
+static void
+prepare_order(IndexScanDesc scan)
+{
+	GeoScanOpaque so = (GeoScanOpaque) scan->opaque;
+	ScanKey		orderby = &scan->orderByData[0];
+	double		lat;
+	double		lng;
+	bool		found;
+
+	if (orderby->sk_flags & SK_ISNULL)
+		found = false;
+	else if (so->kind == GEO_COLUMN_POINT)
+	{
+		Point	   *center = DatumGetPointP(orderby->sk_argument);
+
+		lng = center->x;
+		lat = center->y;
+		found = true;
+	}
+	else
+	{
+		bool		geography = so->kind == GEO_COLUMN_GEOGRAPHY;
+		int32		srid;
+		double		ignored;
+
+		found = geo_postgis_point_raw(orderby->sk_argument, geography, &srid, &lat, &lng);
+		if (srid != GEO_SRID_WGS84)
+		{
+			(void) probe_distance(scan, &ignored);
+			geo_check_srid(srid, geography);
+		}
+	}
+	if (!found)
+	{
+		so->same_distance = true;
+		so->same_distance_null = true;
+	}
+	else if (!isfinite(lat) || !isfinite(lng))
+	{
+		so->same_distance = true;
+		so->same_distance_null = !probe_distance(scan, &so->same_distance_value);
+	}
+	if (so->same_distance)
+	{
+		so->ordered = false;
+		return;
+	}
+	if (!column_is_planar(so->kind))
+		geo_check_latlng(lat, lng);
+	so->center_lat = lat;
+	so->center_lng = lng;
+	so->ring_lat = Max(-90.0, Min(90.0, lat));
+	so->ring_lng = Max(-180.0, Min(180.0, lng));
+	so->center_offset = hypot(lat - so->ring_lat, lng - so->ring_lng);
+	so->center = s2_point_from_latlng(so->ring_lat, so->ring_lng);
 }
 
 /* ---- the access method interface ---- */
@@ -1283,7 +1402,9 @@ geo_rescan(IndexScanDesc scan, ScanKey keys, int nkeys, ScanKey orderbys, int no
 	so->ring_angle = -1;
 	so->emit_bound = -1;
 	so->nulls_done = false;
-	so->center_null = false;
+	so->same_distance = false;
+	if (so->ordered)
+		prepare_order(scan);
 	/* the executor asks for index tuples before the first rescan */
 	so->exact_order = so->ordered && scan->xs_want_itup;
 	if (scan->xs_want_itup && so->vis == NULL)
@@ -1330,16 +1451,6 @@ geo_rescan(IndexScanDesc scan, ScanKey keys, int nkeys, ScanKey orderbys, int no
 		state->planar = georegion_is_planar(state->region);
 		state->crowd_lo = 1;	/* an empty range */
 		state->crowd_hi = 0;
-	}
-	if (so->ordered)
-	{
-		ScanKey		orderby = &scan->orderByData[0];
-
-		if (orderby->sk_flags & SK_ISNULL ||
-			!geo_value_latlng(so->kind, orderby->sk_argument, &so->center_lat, &so->center_lng))
-			so->center_null = true;
-		else
-			so->center = s2_point_from_latlng(so->center_lat, so->center_lng);
 	}
 	MemoryContextSwitchTo(oldcxt);
 	pgstat_count_index_scan(scan->indexRelation);
@@ -1403,6 +1514,12 @@ geo_gettuple(IndexScanDesc scan, ScanDirection dir)
 	entry = &so->range_entries[so->match_pos];
 	scan->xs_heaptid = entry->tid;
 	scan->xs_recheck = so->match_recheck[so->match_pos++];
+	if (so->same_distance)
+	{
+		scan->xs_orderbyvals[0] = Float8GetDatum(so->same_distance_value);
+		scan->xs_orderbynulls[0] = so->same_distance_null || entry->cellid == GEO_NULL_CELLID;
+		scan->xs_recheckorderby = false;
+	}
 	if (scan->xs_want_itup)
 		return_entry_itup(scan, entry, NULL);
 	return true;
