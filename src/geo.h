@@ -275,6 +275,12 @@ extern void geo_buffer_flush_pending(Relation index);
 extern int64 geo_buffer_merge(Relation index, int64 max_entries);
 extern void geo_buffer_vacuum_begin(Relation index);
 extern void geo_buffer_vacuum_end(Relation index);
+/*
+ * Most insert buffer entries a scan reads: it keeps a copy, about 64 bytes
+ * an entry with its TIDs and room for a key range of it (load_buffered in
+ * geo_scan.c), 16 GB at most; past it scans raise an error until a merge
+ */
+#define GEO_BUFFER_SCAN_MAX_ENTRIES	(256 * 1024 * 1024)
 extern GeoLeafEntry *geo_buffer_collect(Relation index, int *nentries,
 										 GeoVisibility *vis);
 

@@ -170,11 +170,29 @@ typedef struct GeoScanOpaqueData
 	GeoLeafEntry *range_entries;	/* one leaf's entries in range, and the buffer's */
 	GeoLeafHint leaf_hint;
 
-	/* ordered scans: entries waiting to be returned */
+	/* ordered scans: entries waiting to be returned, in key order (cand_cmp) */
 	GeoCandidate *cands;
 	int			ncands;
 	int			maxcands;
 	int			cand_pos;
+
+	/*
+	 * At most twice budget candidates are kept (work_mem): past that the
+	 * scan keeps the first budget and drops the rest, from cutoff on
+	 * (trimmed), and when it has returned those, scans the same area again
+	 * for the entries after the last one returned (see next_ring).  What
+	 * has been returned is: the entries of done_scanned with a bound up to
+	 * done_bound, and (have_floor) those of this ring with a bound up to
+	 * emit_bound and a key up to floor.
+	 */
+	int			budget;
+	bool		trimmed;
+	GeoCandidate cutoff;
+	bool		have_floor;
+	GeoCandidate floor;
+	GeoRange   *done_scanned;
+	int			ndone_scanned;
+	double		done_bound;		/* < 0: nothing done yet */
 
 	/*
 	 * Condition scans: the matching entries of one leaf, moved to the front
@@ -212,7 +230,10 @@ typedef struct GeoScanOpaqueData
 	double		emit_bound;		/* entries up to this distance can be returned */
 	GeoRange   *scanned;
 	int			nscanned;
-	bool		nulls_done;
+	bool		nulls_done;		/* returning the entries of NULL and empty points */
+	BlockNumber null_blkno;		/* their next leaf, Invalid at the start or the end */
+	GeoKey		null_hikey;
+	bool		null_end;
 	bool		exact_order;	/* index-only: distances are the exact <-> */
 
 	/* index-only scans, in itupcxt (kept across rescans) */
@@ -257,17 +278,96 @@ decode_point(const GeoLeafEntry *entry, GeoEntryPoint *point)
 		point->kind = geo_point_decode(entry, &point->lat, &point->lng);
 }
 
+/*
+ * The order an ordered scan returns candidates in: distance (bound), then
+ * key, so that "the entries after the last one returned" is well defined
+ */
+static int
+cand_key_cmp(double distance, const GeoLeafEntry *entry, const GeoCandidate *cand)
+{
+	if (distance != cand->distance)
+		return distance < cand->distance ? -1 : 1;
+	return geo_key_cmp(entry->cellid, (ItemPointer) &entry->tid,
+					   cand->entry.cellid, &((GeoCandidate *) cand)->entry.tid);
+}
+
+static int
+candidate_cmp(const void *a, const void *b)
+{
+	const GeoCandidate *ca = (const GeoCandidate *) a;
+
+	return cand_key_cmp(ca->distance, &ca->entry, (const GeoCandidate *) b);
+}
+
+/* Is the range list (sorted, disjoint) holding this cell id? */
+static bool
+ranges_hold(const GeoRange *ranges, int nranges, uint64 cellid)
+{
+	int			lo = 0;
+	int			hi = nranges - 1;
+
+	while (lo <= hi)
+	{
+		int			mid = (lo + hi) / 2;
+
+		if (cellid < ranges[mid].lo)
+			hi = mid - 1;
+		else if (cellid > ranges[mid].hi)
+			lo = mid + 1;
+		else
+			return true;
+	}
+	return false;
+}
+
+/* Has an ordered scan returned this entry already (see GeoScanOpaqueData.budget)? */
+static bool
+returned_already(GeoScanOpaque so, const GeoLeafEntry *entry, double distance)
+{
+	if (distance <= so->done_bound &&
+		ranges_hold(so->done_scanned, so->ndone_scanned, entry->cellid))
+		return true;
+	return so->have_floor && distance <= so->emit_bound &&
+		cand_key_cmp(distance, entry, &so->floor) <= 0;
+}
+
+/* Keep the first budget candidates; the others come again in a later pass */
+static void
+trim_candidates(GeoScanOpaque so)
+{
+	qsort(so->cands, so->ncands, sizeof(GeoCandidate), candidate_cmp);
+	so->cutoff = so->cands[so->budget];
+	so->trimmed = true;
+	so->ncands = so->budget;
+}
+
 static void
 add_candidate(GeoScanOpaque so, const GeoLeafEntry *entry, const GeoEntryPoint *point,
 			  bool recheck, double distance)
 {
+	if (!so->nulls_done)
+	{
+		if (so->trimmed && cand_key_cmp(distance, entry, &so->cutoff) >= 0)
+			return;
+		if (returned_already(so, entry, distance))
+			return;
+	}
 	if (so->ncands == so->maxcands)
 	{
-		so->maxcands = Max(so->maxcands * 2, 1024);
-		if (so->cands == NULL)
-			so->cands = MemoryContextAlloc(so->scancxt, sizeof(GeoCandidate) * so->maxcands);
+		if (so->ncands >= 2 * so->budget)
+		{
+			trim_candidates(so);
+			if (cand_key_cmp(distance, entry, &so->cutoff) >= 0)
+				return;
+		}
 		else
-			so->cands = repalloc_huge(so->cands, sizeof(GeoCandidate) * so->maxcands);
+		{
+			so->maxcands = Min(Max(so->maxcands * 2, 1024), 2 * so->budget);
+			if (so->cands == NULL)
+				so->cands = MemoryContextAlloc(so->scancxt, sizeof(GeoCandidate) * so->maxcands);
+			else
+				so->cands = repalloc(so->cands, sizeof(GeoCandidate) * so->maxcands);
+		}
 	}
 	so->cands[so->ncands].entry = *entry;
 	so->cands[so->ncands].point = *point;
@@ -555,13 +655,18 @@ load_buffered(IndexScanDesc scan)
 
 	so->buffered = geo_buffer_collect(scan->indexRelation, &so->nbuffered, so->vis);
 	capacity = GEO_LEAF_CAPACITY + so->nbuffered;
-	so->range_entries = palloc(sizeof(GeoLeafEntry) * capacity);
+	/* huge: as large as the buffer (GEO_BUFFER_SCAN_MAX_ENTRIES) */
+	so->range_entries = MemoryContextAllocHuge(CurrentMemoryContext,
+											   sizeof(GeoLeafEntry) * capacity);
 	/* ordered scans keep their matches as candidates (cands) instead */
-	so->match_recheck = so->ordered ? NULL : palloc(sizeof(bool) * capacity);
-	so->match_heap_page = so->ordered ? NULL : palloc(sizeof(char *) * capacity);
+	so->match_recheck = so->ordered ? NULL :
+		MemoryContextAllocHuge(CurrentMemoryContext, sizeof(bool) * capacity);
+	so->match_heap_page = so->ordered ? NULL :
+		MemoryContextAllocHuge(CurrentMemoryContext, sizeof(char *) * capacity);
 	if (so->nbuffered == 0)
 		return;
-	so->buffered_tids = palloc(sizeof(ItemPointerData) * so->nbuffered);
+	so->buffered_tids = MemoryContextAllocHuge(CurrentMemoryContext,
+											   sizeof(ItemPointerData) * so->nbuffered);
 	for (int i = 0; i < so->nbuffered; i++)
 		so->buffered_tids[i] = so->buffered[i].tid;
 	qsort(so->buffered_tids, so->nbuffered, sizeof(ItemPointerData), tid_cmp);
@@ -1012,15 +1117,6 @@ double_cmp(const void *a, const void *b)
 	return (da > db) - (da < db);
 }
 
-static int
-candidate_cmp(const void *a, const void *b)
-{
-	double		da = ((const GeoCandidate *) a)->distance;
-	double		db = ((const GeoCandidate *) b)->distance;
-
-	return (da > db) - (da < db);
-}
-
 /* Add [lo, hi] to the sorted, disjoint list of scanned ranges */
 static void
 add_scanned_range(GeoScanOpaque so, uint64 lo, uint64 hi)
@@ -1173,7 +1269,15 @@ dense_cell_level(Relation index)
 	return Min(S2_MAX_LEVEL, (int) floor(log(ntuples / 6.0) / log(4.0)));
 }
 
-/* Scan the next ring; false when the whole sphere has been scanned */
+/*
+ * Scan the next ring; false when the whole sphere has been scanned and its
+ * entries returned.  When the last pass dropped candidates (trimmed) and
+ * has returned the ones it kept, the same ring is scanned again from
+ * scratch for the entries after the last one returned; otherwise every
+ * entry of the area scanned with a bound up to emit_bound has been
+ * returned, and the ring grows (scanning its whole area again if the last
+ * pass dropped candidates).
+ */
 static bool
 next_ring(IndexScanDesc scan)
 {
@@ -1183,14 +1287,39 @@ next_ring(IndexScanDesc scan)
 	GeoCoverCell *cells;
 	int			ncells;
 	int			remaining = so->ncands - so->cand_pos;
+	bool		rescan = so->trimmed;
 
-	if (so->ring_angle >= M_PI)
-		return false;
-	so->ring_angle = so->ring_angle < 0 ? first_ring_angle(scan) : so->ring_angle * 2;
+	if (so->ring_angle < 0)
+		so->ring_angle = first_ring_angle(scan);
+	else if (!so->trimmed || remaining > 0)
+	{
+		/* this ring is done: remember what it returned */
+		if (so->done_scanned != NULL)
+			pfree(so->done_scanned);
+		so->done_scanned = MemoryContextAlloc(so->scancxt,
+											  sizeof(GeoRange) * Max(so->nscanned, 1));
+		memcpy(so->done_scanned, so->scanned, sizeof(GeoRange) * so->nscanned);
+		so->ndone_scanned = so->nscanned;
+		so->done_bound = so->emit_bound;
+		so->have_floor = false;
+		if (so->ring_angle >= M_PI)
+			return false;
+		so->ring_angle *= 2;
+	}
+	so->trimmed = false;
+	so->emit_bound = ring_distance_bound(so, so->ring_angle);
 
-	/* keep the candidates not yet returned */
-	memmove(so->cands, so->cands + so->cand_pos, sizeof(GeoCandidate) * remaining);
-	so->ncands = remaining;
+	if (rescan)
+	{
+		so->ncands = 0;
+		so->nscanned = 0;
+	}
+	else
+	{
+		/* keep the candidates not yet returned */
+		memmove(so->cands, so->cands + so->cand_pos, sizeof(GeoCandidate) * remaining);
+		so->ncands = remaining;
+	}
 	so->cand_pos = 0;
 
 	oldcxt = MemoryContextSwitchTo(so->scancxt);
@@ -1211,36 +1340,37 @@ next_ring(IndexScanDesc scan)
 	MemoryContextSwitchTo(oldcxt);
 
 	qsort(so->cands, so->ncands, sizeof(GeoCandidate), candidate_cmp);
-	so->emit_bound = ring_distance_bound(so, so->ring_angle);
 	return true;
 }
 
-/* After every point: the entries of NULL and empty points, unless a condition excludes them */
-static void
-load_null_entries(IndexScanDesc scan)
+/*
+ * After every point: the entries of NULL and empty points, unless a
+ * condition excludes them, a leaf at a time; false at the end
+ */
+static bool
+load_null_page(IndexScanDesc scan)
 {
 	GeoScanOpaque so = (GeoScanOpaque) scan->opaque;
-	BlockNumber blkno = InvalidBlockNumber;
-	GeoKey		hikey;
 	GeoLeafEntry *entries = so->range_entries;
+	int			nentries;
 
 	so->nulls_done = true;
 	so->ncands = 0;
 	so->cand_pos = 0;
-	if (so->nkeys > 0)
-		return;
-	do
+	if (so->nkeys > 0 || so->null_end)
+		return false;
+	CHECK_FOR_INTERRUPTS();
+	nentries = read_range(scan, GEO_NULL_CELLID, GEO_NULL_CELLID, &so->null_blkno,
+						  &so->null_hikey);
+	so->null_end = so->null_blkno == InvalidBlockNumber;
+	for (int i = 0; i < nentries; i++)
 	{
-		int			nentries = read_range(scan, GEO_NULL_CELLID, GEO_NULL_CELLID, &blkno, &hikey);
+		GeoEntryPoint point = {POINT_UNDECODED};
 
-		for (int i = 0; i < nentries; i++)
-		{
-			GeoEntryPoint point = {POINT_UNDECODED};
-
-			if (entries[i].cellid == GEO_NULL_CELLID)
-				add_candidate(so, &entries[i], &point, false, 0);
-		}
-	} while (blkno != InvalidBlockNumber);
+		if (entries[i].cellid == GEO_NULL_CELLID)
+			add_candidate(so, &entries[i], &point, false, 0);
+	}
+	return true;
 }
 
 static bool
@@ -1255,12 +1385,15 @@ next_ordered(IndexScanDesc scan, GeoCandidate *result, bool *distance_null)
 		{
 			*result = so->cands[so->cand_pos++];
 			*distance_null = so->nulls_done;
+			so->floor = *result;
+			so->have_floor = true;
 			return true;
 		}
-		if (so->nulls_done)
-			return false;
-		if (!next_ring(scan))
-			load_null_entries(scan);
+		if (so->nulls_done || !next_ring(scan))
+		{
+			if (!load_null_page(scan))
+				return false;
+		}
 	}
 }
 
@@ -1402,6 +1535,15 @@ geo_rescan(IndexScanDesc scan, ScanKey keys, int nkeys, ScanKey orderbys, int no
 	so->ring_angle = -1;
 	so->emit_bound = -1;
 	so->nulls_done = false;
+	so->null_blkno = InvalidBlockNumber;
+	so->null_end = false;
+	so->budget = Max(1024, (int) Min((double) work_mem * 1024.0 / (2 * sizeof(GeoCandidate)),
+									 MaxAllocSize / (2 * sizeof(GeoCandidate))));
+	so->trimmed = false;
+	so->have_floor = false;
+	so->done_scanned = NULL;
+	so->ndone_scanned = 0;
+	so->done_bound = -1;
 	so->same_distance = false;
 	if (so->ordered)
 		prepare_order(scan);

@@ -91,8 +91,11 @@ sort_keys(VerifyState *state)
 {
 	qsort(state->keys, state->nkeys, sizeof(LocatedKey), located_key_cmp);
 	for (int64 i = 1; i < state->nkeys; i++)
+	{
+		CHECK_FOR_INTERRUPTS();
 		if (located_key_cmp(&state->keys[i - 1], &state->keys[i]) == 0)
 			verify_fail(state, state->keys[i].blkno, "A key is in the index twice.");
+	}
 	state->nsorted = state->nkeys;
 }
 
