@@ -201,8 +201,8 @@ SELECT hostile_plans($$SELECT ST_AsText(g) AS k, g <-> ST_SetSRID(ST_MakePoint(0
 SELECT hostile_plans($$SELECT ST_AsText(g) AS k, g <-> 'SRID=4326;POINT EMPTY' AS d FROM hm ORDER BY g <-> 'SRID=4326;POINT EMPTY'$$);
 
 -- ---- ordered scans in bounded memory ----
--- An ordered scan keeps at most work_mem of candidates (two of them per kB,
--- 1024 at least): past that it drops the farthest and scans again for them
+-- An ordered scan keeps at most work_mem of candidates (64 bytes each, 2048
+-- at least): past that it drops the farthest half and scans again for them
 -- after returning the others.  Clustered points, ties, NULLs and buffered
 -- entries; every plan returns the same distances in the same order.
 SET work_mem = 64;
