@@ -170,7 +170,7 @@ typedef struct GeoScanOpaqueData
 	GeoLeafEntry *range_entries;	/* one leaf's entries in range, and the buffer's */
 	GeoLeafHint leaf_hint;
 
-	/* ordered scans: entries waiting to be returned, in key order (cand_cmp) */
+	/* ordered scans: entries waiting to be returned, in order (candidate_cmp) */
 	GeoCandidate *cands;
 	int			ncands;
 	int			maxcands;
@@ -354,7 +354,12 @@ add_candidate(GeoScanOpaque so, const GeoLeafEntry *entry, const GeoEntryPoint *
 	}
 	if (so->ncands == so->maxcands)
 	{
-		if (so->ncands >= 2 * so->budget)
+		/*
+		 * The entries of NULL points come a leaf at a time, but the first
+		 * brings every buffered one: as many as the buffer copy, never
+		 * dropped (they have no order to come back in)
+		 */
+		if (so->ncands >= 2 * so->budget && !so->nulls_done)
 		{
 			trim_candidates(so);
 			if (cand_key_cmp(distance, entry, &so->cutoff) >= 0)
@@ -362,11 +367,14 @@ add_candidate(GeoScanOpaque so, const GeoLeafEntry *entry, const GeoEntryPoint *
 		}
 		else
 		{
-			so->maxcands = Min(Max(so->maxcands * 2, 1024), 2 * so->budget);
+			so->maxcands = Max(so->maxcands * 2, 1024);
+			if (!so->nulls_done)
+				so->maxcands = Min(so->maxcands, 2 * so->budget);
 			if (so->cands == NULL)
-				so->cands = MemoryContextAlloc(so->scancxt, sizeof(GeoCandidate) * so->maxcands);
+				so->cands = MemoryContextAllocHuge(so->scancxt,
+												   sizeof(GeoCandidate) * so->maxcands);
 			else
-				so->cands = repalloc(so->cands, sizeof(GeoCandidate) * so->maxcands);
+				so->cands = repalloc_huge(so->cands, sizeof(GeoCandidate) * so->maxcands);
 		}
 	}
 	so->cands[so->ncands].entry = *entry;
