@@ -23,7 +23,11 @@
  * that bound while it does not exceed the smallest distance any entry
  * outside the ring can have.  The executor recomputes the exact distance
  * (xs_recheckorderby) and reorders within that guarantee.  Entries with
- * NULL or empty points come last, with a NULL distance.
+ * NULL or empty points come last, with a NULL distance.  The candidates
+ * kept are bounded by work_mem: past it the scan drops the farthest and
+ * reads the area again for them later (next_ring).  A centre that is NULL,
+ * empty or not finite has the same distance to every point: such scans
+ * stream the entries as a condition scan does (prepare_order).
  *
  * Condition scans keep the matching entries of a leaf page where they were
  * copied, and return them in (mostly) key order, which is no order at all
