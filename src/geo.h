@@ -181,6 +181,8 @@ extern void geo_region_cache_release(GeoCachedRegion *cached);
 
 /* geo_postgis.c: PostGIS values and exact predicates */
 extern bool geo_postgis_point(Datum value, bool geography, double *lat, double *lng);
+extern bool geo_postgis_point_raw(Datum value, bool geography, int32 *srid,
+								  double *lat, double *lng);
 extern GeoRegion *geo_postgis_polygon_region(Datum polygon, bool geography);
 extern bool geo_postgis_dwithin(FmgrInfo *flinfo, bool geography, Datum value,
 								const ArcherCap *cap);
@@ -200,6 +202,9 @@ extern GeoPointCodeKind geo_point_code_kind(const GeoLeafEntry *entry);
 /* geo_decode.c: PostGIS's binary forms, from bytes */
 extern bool geo_decode_point(const uint8 *data, Size size, bool geography,
 							 double *lat, double *lng);
+extern bool geo_decode_point_raw(const uint8 *data, Size size, bool geography,
+								 int32 *srid, double *lat, double *lng);
+extern void geo_check_srid(int32 srid, bool geography);
 extern GeoRegion *geo_decode_wkb_region(const uint8 *data, Size size, bool planar);
 
 /*
@@ -270,6 +275,12 @@ extern void geo_buffer_flush_pending(Relation index);
 extern int64 geo_buffer_merge(Relation index, int64 max_entries);
 extern void geo_buffer_vacuum_begin(Relation index);
 extern void geo_buffer_vacuum_end(Relation index);
+/*
+ * Most insert buffer entries a scan reads: it keeps a copy, about 64 bytes
+ * an entry with its TIDs and room for a key range of it (load_buffered in
+ * geo_scan.c), 16 GB at most; past it scans raise an error until a merge
+ */
+#define GEO_BUFFER_SCAN_MAX_ENTRIES	(256 * 1024 * 1024)
 extern GeoLeafEntry *geo_buffer_collect(Relation index, int *nentries,
 										 GeoVisibility *vis);
 

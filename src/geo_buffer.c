@@ -412,9 +412,18 @@ collect_page(Relation index, Page page, BlockNumber blkno, void *arg)
 
 	if (n > GEO_LEAF_CAPACITY)
 		archer_corrupted(index, blkno, "An insert buffer page holds too many entries.");
+	/* the copy's documented cap (docs/geo.md), far above what merges let build up */
+	if (collect->nentries > GEO_BUFFER_SCAN_MAX_ENTRIES - n)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("the insert buffer of index \"%s\" holds more than %d entries, too many for a scan to read",
+						RelationGetRelationName(index), GEO_BUFFER_SCAN_MAX_ENTRIES),
+				 errhint("Merge it with SELECT archer_flush('%s').",
+						 RelationGetRelationName(index))));
 	if (collect->nentries + n > collect->maxentries)
 	{
-		collect->maxentries = Max(collect->maxentries * 2, collect->nentries + n);
+		collect->maxentries = Max(Min(collect->maxentries, GEO_BUFFER_SCAN_MAX_ENTRIES / 2) * 2,
+								  collect->nentries + n);
 		collect->entries = repalloc_huge(collect->entries,
 										 sizeof(GeoLeafEntry) * collect->maxentries);
 		if (collect->vis != NULL)
@@ -447,11 +456,20 @@ geo_buffer_collect(Relation index, int *nentries, GeoVisibility *vis)
 	archer_buffer_read_meta(index, ARCHER_GEO_PAGE_ID, &meta);
 	if (!BlockNumberIsValid(meta.head))
 		return NULL;
-	collect.maxentries = Max(meta.entries, 64);
+	/*
+	 * The meta page's count is a hint: entries buffered meanwhile grow the
+	 * copy (collect_page), and a damaged count must not size an allocation.
+	 * Huge allocations: the buffer may hold more than 1 GB of entries
+	 * (archer.insert_buffer_max_entries, a merge that cannot keep up), up
+	 * to GEO_BUFFER_SCAN_MAX_ENTRIES.
+	 */
+	collect.maxentries = (int) Min(Max(meta.entries, 64), (uint64) GEO_LEAF_CAPACITY * 1024);
 	collect.nentries = 0;
-	collect.entries = palloc(sizeof(GeoLeafEntry) * collect.maxentries);
+	collect.entries = MemoryContextAllocHuge(CurrentMemoryContext,
+											 sizeof(GeoLeafEntry) * collect.maxentries);
 	collect.vis = vis;
-	collect.unsure = vis != NULL ? palloc(sizeof(bool) * collect.maxentries) : NULL;
+	collect.unsure = vis != NULL ?
+		MemoryContextAllocHuge(CurrentMemoryContext, sizeof(bool) * collect.maxentries) : NULL;
 	collect.nunsure = 0;
 	archer_buffer_walk(index, ARCHER_GEO_PAGE_ID, collect_page, &collect);
 	if (collect.nunsure > 0)

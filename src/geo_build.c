@@ -141,7 +141,10 @@ spill_keys_to_sort(GeoBuildState *buildstate)
 											TUPLESORT_NONE);
 	buildstate->slot = MakeSingleTupleTableSlot(sortdesc, &TTSOpsVirtual);
 	for (int64 i = 0; i < buildstate->nkeys; i++)
+	{
+		CHECK_FOR_INTERRUPTS();
 		sort_put_key(buildstate, &buildstate->keys[i]);
+	}
 	pfree(buildstate->keys);
 	buildstate->keys = NULL;
 	buildstate->nkeys = 0;
@@ -346,6 +349,7 @@ write_tree(Relation index, GeoBuildState *buildstate, int fillfactor, uint16 *ro
 		{
 			GeoLeafEntry key = {0};
 
+			CHECK_FOR_INTERRUPTS();
 			key.cellid = writer.downlinks[i].cellid;
 			key.tid = writer.downlinks[i].tid;
 			level_add(&parent, &key, writer.downlinks[i].child, &next_blkno);

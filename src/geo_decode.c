@@ -159,15 +159,15 @@ wkb_polygon(WkbReader *reader, int ndims, GeoPolygon *polygon)
 }
 
 /*
- * Read the point out of a serialized geography or geometry.  Returns false
- * for an empty point; raises an error for anything that is not a point and,
- * for geometry, for an SRID other than 4326.
+ * The SRID and the point of a serialized geography or geometry, as they
+ * are: no check of the SRID or the coordinates.  Returns false for an empty
+ * point; raises an error for anything that is not a point.
  */
 bool
-geo_decode_point(const uint8 *data, Size size, bool geography, double *lat, double *lng)
+geo_decode_point_raw(const uint8 *data, Size size, bool geography, int32 *srid,
+					 double *lat, double *lng)
 {
 	uint8		flags;
-	int32		srid;
 	Size		offset = 4;
 	uint32		type;
 	uint32		npoints;
@@ -183,13 +183,8 @@ geo_decode_point(const uint8 *data, Size size, bool geography, double *lat, doub
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("archer_geo needs PostGIS 3 serialized values")));
 
-	srid = (data[0] << 16) | (data[1] << 8) | data[2];
-	srid = (int32) ((uint32) srid << 11) >> 11;
-	if (!geography && srid != GEO_SRID_WGS84)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("archer_geo indexes geometry points in SRID 4326 only, not SRID %d", srid),
-				 errhint("Use ST_Transform(geom, 4326) or ST_SetSRID(geom, 4326).")));
+	*srid = (data[0] << 16) | (data[1] << 8) | data[2];
+	*srid = (int32) ((uint32) *srid << 11) >> 11;
 
 	if (flags & GS_FLAG_EXTENDED)
 		offset += 8;
@@ -224,8 +219,50 @@ geo_decode_point(const uint8 *data, Size size, bool geography, double *lat, doub
 	memcpy(coords, data + offset + 8, 2 * sizeof(double));
 	*lng = coords[0];
 	*lat = coords[1];
-	geo_check_latlng(*lat, *lng);
 	return true;
+}
+
+/*
+ * An error unless a value or query argument has SRID 4326, the only one
+ * archer_geo works in: its cell ids are of longitude and latitude in
+ * degrees, and PostGIS refuses to compare values of different SRIDs, so a
+ * column or query of any other SRID could not get the same answer (or the
+ * same error) from the index as from PostGIS.  Geography too: PostGIS
+ * knows other geodetic SRIDs (4269, 4258, ...), and a mixed-SRID error
+ * that PostGIS raises for one row the index might never look at.
+ */
+void
+geo_check_srid(int32 srid, bool geography)
+{
+	if (srid == GEO_SRID_WGS84)
+		return;
+	if (geography)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("archer_geo indexes geography points in SRID 4326 only, not SRID %d", srid),
+				 errhint("Use ST_Transform(geog::geometry, 4326)::geography.")));
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("archer_geo indexes geometry points in SRID 4326 only, not SRID %d", srid),
+			 errhint("Use ST_Transform(geom, 4326) or ST_SetSRID(geom, 4326).")));
+}
+
+/*
+ * Read the point out of a serialized geography or geometry.  Returns false
+ * for an empty point; raises an error for anything that is not a point of
+ * SRID 4326 with finite coordinates in range.
+ */
+bool
+geo_decode_point(const uint8 *data, Size size, bool geography, double *lat, double *lng)
+{
+	int32		srid;
+
+	bool		found = geo_decode_point_raw(data, size, geography, &srid, lat, lng);
+
+	geo_check_srid(srid, geography);
+	if (found)
+		geo_check_latlng(*lat, *lng);
+	return found;
 }
 
 /* Decode a WKB (multi)polygon into a region (planar or geodesic edges) */

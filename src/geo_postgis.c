@@ -194,6 +194,16 @@ geo_postgis_point(Datum value, bool geography, double *lat, double *lng)
 							geography, lat, lng);
 }
 
+/* geo_decode_point_raw of a geography or geometry: SRID and point unchecked */
+bool
+geo_postgis_point_raw(Datum value, bool geography, int32 *srid, double *lat, double *lng)
+{
+	struct varlena *raw = pg_detoast_datum_packed((struct varlena *) DatumGetPointer(value));
+
+	return geo_decode_point_raw((const uint8 *) VARDATA_ANY(raw), VARSIZE_ANY_EXHDR(raw),
+								geography, srid, lat, lng);
+}
+
 /*
  * ST_IsValid of a country's border takes milliseconds (GEOS nodes all its
  * rings: 2.5 ms for Brazil, 13 for Russia), as long as counting its points
@@ -262,7 +272,10 @@ check_region_valid(const PostgisCatalog *cat, Datum region, Datum geometry)
 /*
  * Decode a (multi)polygon into a region.  Invalid polygons are refused:
  * what ST_Intersects answers for them depends on PostGIS internals that a
- * covering cannot reproduce.
+ * covering cannot reproduce.  Every check a query region gets is made
+ * here (and in the decoding it calls), and both the index scan and the
+ * exact predicate of a sequential scan call it (geo_polygon_region), so
+ * that a region refused on one plan is refused on every plan.
  */
 GeoRegion *
 geo_postgis_polygon_region(Datum polygon, bool geography)
@@ -275,10 +288,13 @@ geo_postgis_polygon_region(Datum polygon, bool geography)
 	if (geography)
 		geometry = OidFunctionCall1(cat->to_geometry, polygon);
 	srid = DatumGetInt32(OidFunctionCall1(cat->srid, geometry));
-	if (!geography && srid != GEO_SRID_WGS84)
+	/* geography too: PostGIS would raise a mixed-SRID error (geo_check_srid) */
+	if (srid != GEO_SRID_WGS84)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("query region must have SRID 4326, not %d", srid),
+				 geography ?
+				 errhint("Use ST_Transform(region::geometry, 4326)::geography.") :
 				 errhint("Use ST_Transform(region, 4326).")));
 	check_region_valid(cat, polygon, geometry);
 

@@ -23,7 +23,11 @@
  * that bound while it does not exceed the smallest distance any entry
  * outside the ring can have.  The executor recomputes the exact distance
  * (xs_recheckorderby) and reorders within that guarantee.  Entries with
- * NULL or empty points come last, with a NULL distance.
+ * NULL or empty points come last, with a NULL distance.  The candidates
+ * kept are bounded by work_mem: past it the scan drops the farthest and
+ * reads the area again for them later (next_ring).  A centre that is NULL,
+ * empty or not finite has the same distance to every point: such scans
+ * stream the entries as a condition scan does (prepare_order).
  *
  * Condition scans keep the matching entries of a leaf page where they were
  * copied, and return them in (mostly) key order, which is no order at all
@@ -170,11 +174,29 @@ typedef struct GeoScanOpaqueData
 	GeoLeafEntry *range_entries;	/* one leaf's entries in range, and the buffer's */
 	GeoLeafHint leaf_hint;
 
-	/* ordered scans: entries waiting to be returned */
+	/* ordered scans: entries waiting to be returned, in order (candidate_cmp) */
 	GeoCandidate *cands;
 	int			ncands;
 	int			maxcands;
 	int			cand_pos;
+
+	/*
+	 * At most twice budget candidates are kept (work_mem): past that the
+	 * scan keeps the first budget and drops the rest, from cutoff on
+	 * (trimmed), and when it has returned those, scans the same area again
+	 * for the entries after the last one returned (see next_ring).  What
+	 * has been returned is: the entries of done_scanned with a bound up to
+	 * done_bound, and (have_floor) those of this ring with a bound up to
+	 * emit_bound and a key up to floor.
+	 */
+	int			budget;
+	bool		trimmed;
+	GeoCandidate cutoff;
+	bool		have_floor;
+	GeoCandidate floor;
+	GeoRange   *done_scanned;
+	int			ndone_scanned;
+	double		done_bound;		/* < 0: nothing done yet */
 
 	/*
 	 * Condition scans: the matching entries of one leaf, moved to the front
@@ -191,16 +213,31 @@ typedef struct GeoScanOpaqueData
 	GeoKey		range_hikey;	/* high key of the last leaf read in the range */
 
 	/* ordered scans */
-	bool		ordered;
-	bool		center_null;	/* every distance is NULL */
-	S2Point		center;
-	double		center_lat;
-	double		center_lng;
+	bool		ordered;		/* in rings around a centre (else see same_distance) */
+	S2Point		center;			/* of the rings: the centre, or nearest valid point */
+	double		center_lat;		/* the centre as given (planar columns: may be */
+	double		center_lng;		/* out of range) */
+	double		center_offset;	/* planar: from the centre to the rings' centre */
+	double		ring_lat;		/* the rings' centre */
+	double		ring_lng;
+
+	/*
+	 * Scans ordered by a distance that is the same for every non-empty
+	 * value: a NULL or non-finite centre.  They stream like condition scans
+	 * (no candidates kept), NULL and empty points last, with this distance
+	 * for the others.
+	 */
+	bool		same_distance;
+	bool		same_distance_null;
+	double		same_distance_value;
 	double		ring_angle;		/* the cap scanned so far; < 0 before the first */
 	double		emit_bound;		/* entries up to this distance can be returned */
 	GeoRange   *scanned;
 	int			nscanned;
-	bool		nulls_done;
+	bool		nulls_done;		/* returning the entries of NULL and empty points */
+	BlockNumber null_blkno;		/* their next leaf, Invalid at the start or the end */
+	GeoKey		null_hikey;
+	bool		null_end;
 	bool		exact_order;	/* index-only: distances are the exact <-> */
 
 	/* index-only scans, in itupcxt (kept across rescans) */
@@ -245,17 +282,104 @@ decode_point(const GeoLeafEntry *entry, GeoEntryPoint *point)
 		point->kind = geo_point_decode(entry, &point->lat, &point->lng);
 }
 
+/*
+ * The order an ordered scan returns candidates in: distance (bound), then
+ * key, so that "the entries after the last one returned" is well defined
+ */
+static int
+cand_key_cmp(double distance, const GeoLeafEntry *entry, const GeoCandidate *cand)
+{
+	if (distance != cand->distance)
+		return distance < cand->distance ? -1 : 1;
+	return geo_key_cmp(entry->cellid, (ItemPointer) &entry->tid,
+					   cand->entry.cellid, &((GeoCandidate *) cand)->entry.tid);
+}
+
+static int
+candidate_cmp(const void *a, const void *b)
+{
+	const GeoCandidate *ca = (const GeoCandidate *) a;
+
+	return cand_key_cmp(ca->distance, &ca->entry, (const GeoCandidate *) b);
+}
+
+/* Is the range list (sorted, disjoint) holding this cell id? */
+static bool
+ranges_hold(const GeoRange *ranges, int nranges, uint64 cellid)
+{
+	int			lo = 0;
+	int			hi = nranges - 1;
+
+	while (lo <= hi)
+	{
+		int			mid = (lo + hi) / 2;
+
+		if (cellid < ranges[mid].lo)
+			hi = mid - 1;
+		else if (cellid > ranges[mid].hi)
+			lo = mid + 1;
+		else
+			return true;
+	}
+	return false;
+}
+
+/* Has an ordered scan returned this entry already (see GeoScanOpaqueData.budget)? */
+static bool
+returned_already(GeoScanOpaque so, const GeoLeafEntry *entry, double distance)
+{
+	if (distance <= so->done_bound &&
+		ranges_hold(so->done_scanned, so->ndone_scanned, entry->cellid))
+		return true;
+	return so->have_floor && distance <= so->emit_bound &&
+		cand_key_cmp(distance, entry, &so->floor) <= 0;
+}
+
+/* Keep the first budget candidates; the others come again in a later pass */
+static void
+trim_candidates(GeoScanOpaque so)
+{
+	qsort(so->cands, so->ncands, sizeof(GeoCandidate), candidate_cmp);
+	so->cutoff = so->cands[so->budget];
+	so->trimmed = true;
+	so->ncands = so->budget;
+}
+
 static void
 add_candidate(GeoScanOpaque so, const GeoLeafEntry *entry, const GeoEntryPoint *point,
 			  bool recheck, double distance)
 {
+	if (!so->nulls_done)
+	{
+		if (so->trimmed && cand_key_cmp(distance, entry, &so->cutoff) >= 0)
+			return;
+		if (returned_already(so, entry, distance))
+			return;
+	}
 	if (so->ncands == so->maxcands)
 	{
-		so->maxcands = Max(so->maxcands * 2, 1024);
-		if (so->cands == NULL)
-			so->cands = MemoryContextAlloc(so->scancxt, sizeof(GeoCandidate) * so->maxcands);
+		/*
+		 * The entries of NULL points come a leaf at a time, but the first
+		 * brings every buffered one: as many as the buffer copy, never
+		 * dropped (they have no order to come back in)
+		 */
+		if (so->ncands >= 2 * so->budget && !so->nulls_done)
+		{
+			trim_candidates(so);
+			if (cand_key_cmp(distance, entry, &so->cutoff) >= 0)
+				return;
+		}
 		else
-			so->cands = repalloc_huge(so->cands, sizeof(GeoCandidate) * so->maxcands);
+		{
+			so->maxcands = Max(so->maxcands * 2, 1024);
+			if (!so->nulls_done)
+				so->maxcands = Min(so->maxcands, 2 * so->budget);
+			if (so->cands == NULL)
+				so->cands = MemoryContextAllocHuge(so->scancxt,
+												   sizeof(GeoCandidate) * so->maxcands);
+			else
+				so->cands = repalloc_huge(so->cands, sizeof(GeoCandidate) * so->maxcands);
+		}
 	}
 	so->cands[so->ncands].entry = *entry;
 	so->cands[so->ncands].point = *point;
@@ -543,13 +667,18 @@ load_buffered(IndexScanDesc scan)
 
 	so->buffered = geo_buffer_collect(scan->indexRelation, &so->nbuffered, so->vis);
 	capacity = GEO_LEAF_CAPACITY + so->nbuffered;
-	so->range_entries = palloc(sizeof(GeoLeafEntry) * capacity);
+	/* huge: as large as the buffer (GEO_BUFFER_SCAN_MAX_ENTRIES) */
+	so->range_entries = MemoryContextAllocHuge(CurrentMemoryContext,
+											   sizeof(GeoLeafEntry) * capacity);
 	/* ordered scans keep their matches as candidates (cands) instead */
-	so->match_recheck = so->ordered ? NULL : palloc(sizeof(bool) * capacity);
-	so->match_heap_page = so->ordered ? NULL : palloc(sizeof(char *) * capacity);
+	so->match_recheck = so->ordered ? NULL :
+		MemoryContextAllocHuge(CurrentMemoryContext, sizeof(bool) * capacity);
+	so->match_heap_page = so->ordered ? NULL :
+		MemoryContextAllocHuge(CurrentMemoryContext, sizeof(char *) * capacity);
 	if (so->nbuffered == 0)
 		return;
-	so->buffered_tids = palloc(sizeof(ItemPointerData) * so->nbuffered);
+	so->buffered_tids = MemoryContextAllocHuge(CurrentMemoryContext,
+											   sizeof(ItemPointerData) * so->nbuffered);
 	for (int i = 0; i < so->nbuffered; i++)
 		so->buffered_tids[i] = so->buffered[i].tid;
 	qsort(so->buffered_tids, so->nbuffered, sizeof(ItemPointerData), tid_cmp);
@@ -846,7 +975,7 @@ keep_matches(GeoScanOpaque so, int nentries)
 /*
  * Read the next leaf page of the covering of keys[0] that has matching
  * entries; false at the end.  A scan without conditions reads every entry,
- * NULL and empty points included.
+ * NULL and empty points included (last).
  */
 static pg_noinline bool
 next_condition_batch(IndexScanDesc scan)
@@ -869,7 +998,11 @@ next_condition_batch(IndexScanDesc scan)
 			lo = s2_cellid_range_min(first->cells[so->cur_cell].cellid);
 			hi = s2_cellid_range_max(first->cells[so->cur_cell].cellid);
 		}
-		else if (so->cur_cell > 0)
+		else if (so->cur_cell == 0)
+			hi = GEO_NULL_CELLID - 1;
+		else if (so->cur_cell == 1)
+			lo = GEO_NULL_CELLID;	/* NULL and empty points last, as ORDER BY puts them */
+		else
 			return false;
 		CHECK_FOR_INTERRUPTS();
 		nentries = read_range(scan, lo, hi, &so->next_blkno, &so->range_hikey);
@@ -974,8 +1107,16 @@ ring_distance_bound(GeoScanOpaque so, double angle)
 {
 	if (angle >= M_PI)
 		return DBL_MAX;
+
+	/*
+	 * A point outside the cap is this far from the rings' centre in the
+	 * plane, at least; and the plane's valid part, where every point lies,
+	 * is a rectangle: from a centre outside it, whose nearest valid point
+	 * the rings' centre is, any point of it is at least as far as the
+	 * hypotenuse of these two distances (a projection onto a convex set)
+	 */
 	if (column_is_planar(so->kind))
-		return angle * 180.0 / M_PI * (1.0 - 1e-12);
+		return hypot(angle * 180.0 / M_PI, so->center_offset) * (1.0 - 1e-12);
 	return angle * GEO_KNN_SPHERE_RADIUS_LOW * (1.0 - 1e-12);
 }
 
@@ -984,15 +1125,6 @@ double_cmp(const void *a, const void *b)
 {
 	double		da = *(const double *) a;
 	double		db = *(const double *) b;
-
-	return (da > db) - (da < db);
-}
-
-static int
-candidate_cmp(const void *a, const void *b)
-{
-	double		da = ((const GeoCandidate *) a)->distance;
-	double		db = ((const GeoCandidate *) b)->distance;
 
 	return (da > db) - (da < db);
 }
@@ -1045,7 +1177,6 @@ scan_range_for_ring(IndexScanDesc scan, uint64 lo, uint64 hi)
 							   &point, &recheck))
 				continue;
 			add_candidate(so, &entries[i], &point, recheck,
-						  so->center_null ? 0 :
 						  so->exact_order ? exact_distance(scan, &entries[i], &point) :
 						  leaf_distance_bound(so, entries[i].cellid));
 		}
@@ -1115,7 +1246,7 @@ first_ring_angle(IndexScanDesc scan)
 			double		lng;
 
 			s2_latlng_from_point(s2_cellid_to_point(entries[i].cellid), &lat, &lng);
-			distances[n++] = hypot(lat - so->center_lat, lng - so->center_lng) * M_PI / 180.0;
+			distances[n++] = hypot(lat - so->ring_lat, lng - so->ring_lng) * M_PI / 180.0;
 		}
 		else
 			distances[n++] = s2_point_angle(s2_cellid_to_point(entries[i].cellid), so->center);
@@ -1150,7 +1281,15 @@ dense_cell_level(Relation index)
 	return Min(S2_MAX_LEVEL, (int) floor(log(ntuples / 6.0) / log(4.0)));
 }
 
-/* Scan the next ring; false when the whole sphere has been scanned */
+/*
+ * Scan the next ring; false when the whole sphere has been scanned and its
+ * entries returned.  When the last pass dropped candidates (trimmed) and
+ * has returned the ones it kept, the same ring is scanned again from
+ * scratch for the entries after the last one returned; otherwise every
+ * entry of the area scanned with a bound up to emit_bound has been
+ * returned, and the ring grows (scanning its whole area again if the last
+ * pass dropped candidates).
+ */
 static bool
 next_ring(IndexScanDesc scan)
 {
@@ -1160,17 +1299,39 @@ next_ring(IndexScanDesc scan)
 	GeoCoverCell *cells;
 	int			ncells;
 	int			remaining = so->ncands - so->cand_pos;
+	bool		rescan = so->trimmed;
 
-	if (so->ring_angle >= M_PI)
-		return false;
-	if (so->center_null)
-		so->ring_angle = M_PI;
+	if (so->ring_angle < 0)
+		so->ring_angle = first_ring_angle(scan);
+	else if (!so->trimmed || remaining > 0)
+	{
+		/* this ring is done: remember what it returned */
+		if (so->done_scanned != NULL)
+			pfree(so->done_scanned);
+		so->done_scanned = MemoryContextAlloc(so->scancxt,
+											  sizeof(GeoRange) * Max(so->nscanned, 1));
+		memcpy(so->done_scanned, so->scanned, sizeof(GeoRange) * so->nscanned);
+		so->ndone_scanned = so->nscanned;
+		so->done_bound = so->emit_bound;
+		so->have_floor = false;
+		if (so->ring_angle >= M_PI)
+			return false;
+		so->ring_angle *= 2;
+	}
+	so->trimmed = false;
+	so->emit_bound = ring_distance_bound(so, so->ring_angle);
+
+	if (rescan)
+	{
+		so->ncands = 0;
+		so->nscanned = 0;
+	}
 	else
-		so->ring_angle = so->ring_angle < 0 ? first_ring_angle(scan) : so->ring_angle * 2;
-
-	/* keep the candidates not yet returned */
-	memmove(so->cands, so->cands + so->cand_pos, sizeof(GeoCandidate) * remaining);
-	so->ncands = remaining;
+	{
+		/* keep the candidates not yet returned */
+		memmove(so->cands, so->cands + so->cand_pos, sizeof(GeoCandidate) * remaining);
+		so->ncands = remaining;
+	}
 	so->cand_pos = 0;
 
 	oldcxt = MemoryContextSwitchTo(so->scancxt);
@@ -1191,36 +1352,37 @@ next_ring(IndexScanDesc scan)
 	MemoryContextSwitchTo(oldcxt);
 
 	qsort(so->cands, so->ncands, sizeof(GeoCandidate), candidate_cmp);
-	so->emit_bound = ring_distance_bound(so, so->ring_angle);
 	return true;
 }
 
-/* After every point: the entries of NULL and empty points, unless a condition excludes them */
-static void
-load_null_entries(IndexScanDesc scan)
+/*
+ * After every point: the entries of NULL and empty points, unless a
+ * condition excludes them, a leaf at a time; false at the end
+ */
+static bool
+load_null_page(IndexScanDesc scan)
 {
 	GeoScanOpaque so = (GeoScanOpaque) scan->opaque;
-	BlockNumber blkno = InvalidBlockNumber;
-	GeoKey		hikey;
 	GeoLeafEntry *entries = so->range_entries;
+	int			nentries;
 
 	so->nulls_done = true;
 	so->ncands = 0;
 	so->cand_pos = 0;
-	if (so->nkeys > 0)
-		return;
-	do
+	if (so->nkeys > 0 || so->null_end)
+		return false;
+	CHECK_FOR_INTERRUPTS();
+	nentries = read_range(scan, GEO_NULL_CELLID, GEO_NULL_CELLID, &so->null_blkno,
+						  &so->null_hikey);
+	so->null_end = so->null_blkno == InvalidBlockNumber;
+	for (int i = 0; i < nentries; i++)
 	{
-		int			nentries = read_range(scan, GEO_NULL_CELLID, GEO_NULL_CELLID, &blkno, &hikey);
+		GeoEntryPoint point = {POINT_UNDECODED};
 
-		for (int i = 0; i < nentries; i++)
-		{
-			GeoEntryPoint point = {POINT_UNDECODED};
-
-			if (entries[i].cellid == GEO_NULL_CELLID)
-				add_candidate(so, &entries[i], &point, false, 0);
-		}
-	} while (blkno != InvalidBlockNumber);
+		if (entries[i].cellid == GEO_NULL_CELLID)
+			add_candidate(so, &entries[i], &point, false, 0);
+	}
+	return true;
 }
 
 static bool
@@ -1234,14 +1396,116 @@ next_ordered(IndexScanDesc scan, GeoCandidate *result, bool *distance_null)
 			(so->nulls_done || so->cands[so->cand_pos].distance <= so->emit_bound))
 		{
 			*result = so->cands[so->cand_pos++];
-			*distance_null = so->nulls_done || so->center_null;
+			*distance_null = so->nulls_done;
+			so->floor = *result;
+			so->have_floor = true;
 			return true;
 		}
-		if (so->nulls_done)
-			return false;
-		if (!next_ring(scan))
-			load_null_entries(scan);
+		if (so->nulls_done || !next_ring(scan))
+		{
+			if (!load_null_page(scan))
+				return false;
+		}
 	}
+}
+
+/*
+ * The <-> operator's distance from a point of the column's type at (0, 0)
+ * to the scan's centre; false if NULL.  For a centre whose distance to
+ * every point is the same (see prepare_order) that is the distance, and
+ * for a centre of another SRID it is PostGIS's own mixed-SRID error, the
+ * one a sequential scan raises.
+ */
+static bool
+probe_distance(IndexScanDesc scan, double *distance)
+{
+	GeoScanOpaque so = (GeoScanOpaque) scan->opaque;
+	ScanKey		orderby = &scan->orderByData[0];
+	Point		origin = {0, 0};
+	LOCAL_FCINFO(fcinfo, 2);
+	Datum		result;
+
+	InitFunctionCallInfoData(*fcinfo, &orderby->sk_func, 2, orderby->sk_collation,
+							 NULL, NULL);
+	fcinfo->args[0].value = so->kind == GEO_COLUMN_POINT ? PointPGetDatum(&origin) :
+		geo_postgis_plain_point(so->kind == GEO_COLUMN_GEOGRAPHY);
+	fcinfo->args[0].isnull = false;
+	fcinfo->args[1].value = orderby->sk_argument;
+	fcinfo->args[1].isnull = false;
+	result = FunctionCallInvoke(fcinfo);
+	if (fcinfo->isnull)
+		return false;
+	*distance = DatumGetFloat8(result);
+	return true;
+}
+
+/*
+ * The centre of an ordered scan, checked as a sequential scan would meet
+ * it, so that every plan gives the same answer or the same error:
+ *	- NULL or empty: every distance is NULL;
+ *	- a non-finite coordinate: every distance is the same, the operator's
+ *	  own (NaN or infinity for points, NULL for PostGIS geometry);
+ *	- another SRID: PostGIS's mixed-SRID error (probe_distance), or ours;
+ *	- planar columns (point, geometry): any finite centre, out of range or
+ *	  not; the rings grow around the nearest valid point
+ *	  (ring_distance_bound);
+ *	- geography: a centre in range (PostGIS keeps its values there).
+ */
+static void
+prepare_order(IndexScanDesc scan)
+{
+	GeoScanOpaque so = (GeoScanOpaque) scan->opaque;
+	ScanKey		orderby = &scan->orderByData[0];
+	double		lat;
+	double		lng;
+	bool		found;
+
+	if (orderby->sk_flags & SK_ISNULL)
+		found = false;
+	else if (so->kind == GEO_COLUMN_POINT)
+	{
+		Point	   *center = DatumGetPointP(orderby->sk_argument);
+
+		lng = center->x;
+		lat = center->y;
+		found = true;
+	}
+	else
+	{
+		bool		geography = so->kind == GEO_COLUMN_GEOGRAPHY;
+		int32		srid;
+		double		ignored;
+
+		found = geo_postgis_point_raw(orderby->sk_argument, geography, &srid, &lat, &lng);
+		if (srid != GEO_SRID_WGS84)
+		{
+			(void) probe_distance(scan, &ignored);
+			geo_check_srid(srid, geography);
+		}
+	}
+	if (!found)
+	{
+		so->same_distance = true;
+		so->same_distance_null = true;
+	}
+	else if (!isfinite(lat) || !isfinite(lng))
+	{
+		so->same_distance = true;
+		so->same_distance_null = !probe_distance(scan, &so->same_distance_value);
+	}
+	if (so->same_distance)
+	{
+		so->ordered = false;
+		return;
+	}
+	if (!column_is_planar(so->kind))
+		geo_check_latlng(lat, lng);
+	so->center_lat = lat;
+	so->center_lng = lng;
+	so->ring_lat = Max(-90.0, Min(90.0, lat));
+	so->ring_lng = Max(-180.0, Min(180.0, lng));
+	so->center_offset = hypot(lat - so->ring_lat, lng - so->ring_lng);
+	so->center = s2_point_from_latlng(so->ring_lat, so->ring_lng);
 }
 
 /* ---- the access method interface ---- */
@@ -1283,7 +1547,18 @@ geo_rescan(IndexScanDesc scan, ScanKey keys, int nkeys, ScanKey orderbys, int no
 	so->ring_angle = -1;
 	so->emit_bound = -1;
 	so->nulls_done = false;
-	so->center_null = false;
+	so->null_blkno = InvalidBlockNumber;
+	so->null_end = false;
+	so->budget = Max(1024, (int) Min((double) work_mem * 1024.0 / (2 * sizeof(GeoCandidate)),
+									 MaxAllocSize / (2 * sizeof(GeoCandidate))));
+	so->trimmed = false;
+	so->have_floor = false;
+	so->done_scanned = NULL;
+	so->ndone_scanned = 0;
+	so->done_bound = -1;
+	so->same_distance = false;
+	if (so->ordered)
+		prepare_order(scan);
 	/* the executor asks for index tuples before the first rescan */
 	so->exact_order = so->ordered && scan->xs_want_itup;
 	if (scan->xs_want_itup && so->vis == NULL)
@@ -1330,16 +1605,6 @@ geo_rescan(IndexScanDesc scan, ScanKey keys, int nkeys, ScanKey orderbys, int no
 		state->planar = georegion_is_planar(state->region);
 		state->crowd_lo = 1;	/* an empty range */
 		state->crowd_hi = 0;
-	}
-	if (so->ordered)
-	{
-		ScanKey		orderby = &scan->orderByData[0];
-
-		if (orderby->sk_flags & SK_ISNULL ||
-			!geo_value_latlng(so->kind, orderby->sk_argument, &so->center_lat, &so->center_lng))
-			so->center_null = true;
-		else
-			so->center = s2_point_from_latlng(so->center_lat, so->center_lng);
 	}
 	MemoryContextSwitchTo(oldcxt);
 	pgstat_count_index_scan(scan->indexRelation);
@@ -1403,6 +1668,12 @@ geo_gettuple(IndexScanDesc scan, ScanDirection dir)
 	entry = &so->range_entries[so->match_pos];
 	scan->xs_heaptid = entry->tid;
 	scan->xs_recheck = so->match_recheck[so->match_pos++];
+	if (so->same_distance)
+	{
+		scan->xs_orderbyvals[0] = Float8GetDatum(so->same_distance_value);
+		scan->xs_orderbynulls[0] = so->same_distance_null || entry->cellid == GEO_NULL_CELLID;
+		scan->xs_recheckorderby = false;
+	}
 	if (scan->xs_want_itup)
 		return_entry_itup(scan, entry, NULL);
 	return true;

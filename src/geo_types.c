@@ -71,11 +71,11 @@ geo_check_latlng(double lat, double lng)
 	if (lat < -90.0 || lat > 90.0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("latitude %g is out of range [-90, 90]", lat)));
+				 errmsg("latitude %.17g is out of range [-90, 90]", lat)));
 	if (lng < -180.0 || lng > 180.0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("longitude %g is out of range [-180, 180]", lng)));
+				 errmsg("longitude %.17g is out of range [-180, 180]", lng)));
 }
 
 /* Great-circle distance in meters on the sphere of GEO_EARTH_RADIUS */
@@ -398,59 +398,77 @@ archer_dwithin_geometry(PG_FUNCTION_ARGS)
 }
 
 /*
- * Point-in-polygon for the built-in types.  The region is built once and
- * kept in fn_extra with a copy of the polygon it came from, compared byte
- * for byte: the same address may hold another polygon in a later call.
+ * The region of a polygon predicate, as the index builds it: the same
+ * function (geo_polygon_region) makes both, so a region the index refuses
+ * (not a valid polygon, wrong SRID, not a polygon at all, ...) raises the
+ * same error on a sequential scan, before any row is looked at, as on an
+ * index scan.  Built once per query and kept in fn_extra with a copy of the
+ * polygon it came from, compared byte for byte: the same address may hold
+ * another polygon in a later call.  The PostGIS predicates keep their own
+ * state in a separate FmgrInfo (postgis), whose fn_extra geo_postgis.c owns.
  */
-typedef struct PolygonCache
+typedef struct PredicateRegion
 {
-	POLYGON    *polygon;
+	struct varlena *polygon;	/* detoasted copy; NULL: none yet */
 	GeoRegion  *region;
-	MemoryContext context;
-} PolygonCache;
+	MemoryContext context;		/* polygon and region */
+	FmgrInfo	postgis;
+} PredicateRegion;
 
-Datum
-archer_within_point(PG_FUNCTION_ARGS)
+static PredicateRegion *
+predicate_region(FunctionCallInfo fcinfo, GeoColumnKind kind, Datum polygon)
 {
-	Point	   *point = PG_GETARG_POINT_P(0);
-	POLYGON    *polygon = PG_GETARG_POLYGON_P(1);
-	PolygonCache *cache = (PolygonCache *) fcinfo->flinfo->fn_extra;
+	PredicateRegion *cache = (PredicateRegion *) fcinfo->flinfo->fn_extra;
+	struct varlena *raw = PG_DETOAST_DATUM(polygon);
 
-	geo_check_latlng(point->y, point->x);
 	if (cache == NULL)
 	{
-		cache = MemoryContextAllocZero(fcinfo->flinfo->fn_mcxt, sizeof(PolygonCache));
+		cache = MemoryContextAllocZero(fcinfo->flinfo->fn_mcxt, sizeof(PredicateRegion));
 		cache->context = AllocSetContextCreate(fcinfo->flinfo->fn_mcxt,
 											   "archer polygon cache",
 											   ALLOCSET_DEFAULT_SIZES);
+		cache->postgis.fn_mcxt = fcinfo->flinfo->fn_mcxt;
 		fcinfo->flinfo->fn_extra = cache;
 	}
 	if (cache->polygon == NULL ||
-		VARSIZE(cache->polygon) != VARSIZE(polygon) ||
-		memcmp(cache->polygon, polygon, VARSIZE(polygon)) != 0)
+		VARSIZE(cache->polygon) != VARSIZE(raw) ||
+		memcmp(cache->polygon, raw, VARSIZE(raw)) != 0)
 	{
 		MemoryContext oldcxt;
 
 		MemoryContextReset(cache->context);
 		cache->polygon = NULL;
 		oldcxt = MemoryContextSwitchTo(cache->context);
-		cache->region = builtin_polygon_region(polygon);
-		cache->polygon = palloc(VARSIZE(polygon));
-		memcpy(cache->polygon, polygon, VARSIZE(polygon));
+		cache->region = geo_polygon_region(kind, PointerGetDatum(raw));
+		cache->polygon = palloc(VARSIZE(raw));
+		memcpy(cache->polygon, raw, VARSIZE(raw));
 		MemoryContextSwitchTo(oldcxt);
 	}
+	return cache;
+}
+
+/* Point-in-polygon for the built-in types: the region first, as the index does */
+Datum
+archer_within_point(PG_FUNCTION_ARGS)
+{
+	PredicateRegion *cache = predicate_region(fcinfo, GEO_COLUMN_POINT, PG_GETARG_DATUM(1));
+	Point	   *point = PG_GETARG_POINT_P(0);
+
+	geo_check_latlng(point->y, point->x);
 	PG_RETURN_BOOL(georegion_contains_point(cache->region, point->x, point->y));
 }
 
 static bool
 postgis_within(FunctionCallInfo fcinfo, bool geography)
 {
+	PredicateRegion *cache = predicate_region(fcinfo, geography ? GEO_COLUMN_GEOGRAPHY :
+											  GEO_COLUMN_GEOMETRY, PG_GETARG_DATUM(1));
 	double		lat;
 	double		lng;
 
 	if (!geo_postgis_point(PG_GETARG_DATUM(0), geography, &lat, &lng))
 		return false;
-	return geo_postgis_intersects(fcinfo->flinfo, geography, PG_GETARG_DATUM(0),
+	return geo_postgis_intersects(&cache->postgis, geography, PG_GETARG_DATUM(0),
 								  PG_GETARG_DATUM(1));
 }
 

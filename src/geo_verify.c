@@ -91,8 +91,11 @@ sort_keys(VerifyState *state)
 {
 	qsort(state->keys, state->nkeys, sizeof(LocatedKey), located_key_cmp);
 	for (int64 i = 1; i < state->nkeys; i++)
+	{
+		CHECK_FOR_INTERRUPTS();
 		if (located_key_cmp(&state->keys[i - 1], &state->keys[i]) == 0)
 			verify_fail(state, state->keys[i].blkno, "A key is in the index twice.");
+	}
 	state->nsorted = state->nkeys;
 }
 
@@ -144,8 +147,14 @@ verify_level(VerifyState *state, BlockNumber blkno, uint16 level)
 
 			memcpy(&key.cellid, entry, sizeof(uint64));
 			memcpy(&key.tid, entry + sizeof(uint64), sizeof(ItemPointerData));
-			/* the sorted part increases; across pages the high keys bound it */
-			if (i < nsorted && i > 0 &&
+			/*
+			 * The sorted part increases; across pages the high keys bound
+			 * it.  An internal page's first key is not compared: searches
+			 * take its child for everything below the second key, so an
+			 * insert below the first key goes there, and a split of that
+			 * child puts a smaller separator second (geo_insert.c).
+			 */
+			if (i < nsorted && i > (level == 0 ? 0 : 1) &&
 				geo_key_cmp(key.cellid, &key.tid, prev.cellid, &prev.tid) <= 0)
 				verify_fail(state, blkno, "Keys are out of order.");
 			/* every key, tail included, lies between the neighbours' high keys */

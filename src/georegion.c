@@ -1868,11 +1868,11 @@ validate_ring(const GeoRing *ring, int polyno, int ringno)
 		if (lat < -90.0 || lat > 90.0)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("polygon latitude %g is out of range [-90, 90]", lat)));
+					 errmsg("polygon latitude %.17g is out of range [-90, 90]", lat)));
 		if (lng < -180.0 || lng > 180.0)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("polygon longitude %g is out of range [-180, 180]", lng)));
+					 errmsg("polygon longitude %.17g is out of range [-180, 180]", lng)));
 	}
 	if (ring->lng[0] != ring->lng[ring->npoints - 1] ||
 		ring->lat[0] != ring->lat[ring->npoints - 1])
