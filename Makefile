@@ -34,6 +34,7 @@ OBJS += \
 	src/vec_build.o \
 	src/vec_handler.o \
 	src/vec_insert.o \
+	src/vec_reach.o \
 	src/vec_scan.o \
 	src/vec_search.o \
 	src/vec_utils.o \

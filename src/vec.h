@@ -74,7 +74,8 @@
  *	- inserts are serialized by a heavyweight lock (VEC_INSERT_LOCK); they
  *	  write the new node first, then add back links page by page, then move
  *	  the entry point in the meta page: a crash in between leaves a node
- *	  that is reachable from fewer neighbours, never a dangling link;
+ *	  that is reachable from fewer neighbours, or from none (VACUUM
+ *	  relinks it: vec_reach.c), never a dangling link;
  *	- buffered inserts take no heavyweight lock: appends serialize on the
  *	  meta page's buffer lock (meta first, then the tail page); a merge
  *	  holds VEC_INSERT_LOCK and frees emptied pages from the head of the
@@ -380,6 +381,28 @@ extern int	vec_search_layer(Relation index, const VecIndexInfo *info, const VecQ
 							 VecCandidate *entries, int nentries, int ef, int layer,
 							 VecCandidate *result);
 
+/* vec_reach.c: which nodes a search can reach */
+typedef struct VecReach
+{
+	BlockNumber nblocks;
+	int			per_block;		/* node slots per block */
+	Size		bytes;			/* of both bitmaps */
+	uint8	   *reached;		/* a bit per node slot */
+	uint8	   *pending;		/* reached, links not followed yet */
+	int64		npending;
+	BlockNumber first_pending;	/* no pending node before this block */
+} VecReach;
+
+extern bool vec_reach_init(VecReach *reach, const VecIndexInfo *info, BlockNumber nblocks);
+extern Size vec_reach_kb(const VecReach *reach);
+extern void vec_reach_free(VecReach *reach);
+extern bool vec_reach_contains(const VecReach *reach, ItemPointer tid);
+extern void vec_reach_add(Relation index, VecReach *reach, ItemPointer tid,
+						  BlockNumber from_blkno);
+extern void vec_reach_propagate(Relation index, const VecIndexInfo *info, VecReach *reach);
+extern bool vec_reach_from_entry(Relation index, const VecIndexInfo *info, VecReach *reach);
+extern int64 vec_relink_unreachable(Relation index, const VecIndexInfo *info);
+
 /* vec_build.c */
 extern IndexBuildResult *vec_build(Relation heap, Relation index, IndexInfo *indexInfo);
 extern void vec_buildempty(Relation index);
@@ -391,6 +414,7 @@ extern void vec_init_meta_page(Page page, const VecIndexInfo *info, int quantize
 /* vec_insert.c */
 extern void vec_insert_node(Relation index, const VecIndexInfo *info, const VecNodeHeader *src,
 							const float *x, ItemPointer entry);
+extern void vec_relink_node(Relation index, const VecIndexInfo *info, ItemPointer tid);
 extern bool vec_insert(Relation index, Datum *values, bool *isnull,
 					   ItemPointer ht_ctid, Relation heap,
 					   IndexUniqueCheck checkUnique, bool indexUnchanged,

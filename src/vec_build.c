@@ -995,6 +995,9 @@ vec_build(Relation heap, Relation index, IndexInfo *indexInfo)
 
 	pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE, VEC_PHASE_WAL);
 	archer_log_all_pages(index);
+	/* groups of equal vectors may link only among themselves: link them in */
+	if (build.nrows > 0)
+		(void) vec_relink_unreachable(index, vec_index_info(index));
 	MemoryContextDelete(build.tmpcxt);
 
 	result = palloc(sizeof(IndexBuildResult));

@@ -376,15 +376,18 @@ reuse_node(Relation index, const VecIndexInfo *info, VecNodeHeader *node, Size s
 
 /*
  * Which slot of a full list the new node should take (vec_choose_slot), or
- * -1.  Reads the linked nodes' codes; the caller holds no buffer lock.
+ * -1; *between gets the new node's distance to the link it replaces.
+ * Reads the linked nodes' codes; the caller holds no buffer lock.
  */
 static int
 choose_victim(Relation index, const VecIndexInfo *info, const uint8 *code, uint8 code_flags,
-			  const VecNeighbor *slots, int nslots, float distance, bool force)
+			  const VecNeighbor *slots, int nslots, float distance, bool force,
+			  float *victim_between)
 {
 	uint8	   *other = palloc(info->dim);
 	float		link_distance[VEC_MAX_BATCH];
 	float		between[VEC_MAX_BATCH];
+	int			victim;
 
 	for (int i = 0; i < nslots; i++)
 	{
@@ -394,19 +397,25 @@ choose_victim(Relation index, const VecIndexInfo *info, const uint8 *code, uint8
 		link_distance[i] = slots[i].distance;
 	}
 	pfree(other);
-	return vec_choose_slot(link_distance, between, nslots, distance, force);
+	victim = vec_choose_slot(link_distance, between, nslots, distance, force);
+	if (victim >= 0)
+		*victim_between = between[victim];
+	return victim;
 }
 
 /*
  * Add a link to the new node (tid, code) on one layer of the node at
  * link->tid: into a free slot, or by the diversity rule when full (always,
- * with force).  Returns whether it linked.
+ * with force).  Returns whether it linked.  A link it replaces goes to
+ * *evicted (its layer, target and distance from the new node) for
+ * adopt_evicted; else evicted->tid is invalid.
  * Inserts are serialized and VACUUM takes the same lock, so the list read
  * first is still the list when the slot is written.
  */
 static bool
 add_back_link(Relation index, const VecIndexInfo *info, const VecLink *link,
-			  ItemPointer tid, const uint8 *code, uint8 code_flags, bool force)
+			  ItemPointer tid, const uint8 *code, uint8 code_flags, bool force,
+			  VecLink *evicted)
 {
 	BlockNumber blkno = ItemPointerGetBlockNumber(&link->tid);
 	OffsetNumber offnum = ItemPointerGetOffsetNumber(&link->tid);
@@ -415,9 +424,11 @@ add_back_link(Relation index, const VecIndexInfo *info, const VecLink *link,
 	int			nslots = 0;
 	VecNeighbor *slots = NULL;
 	int			target = -1;
+	float		between = 0;
 	GenericXLogState *state;
 	Page		page;
 
+	ItemPointerSetInvalid(&evicted->tid);
 	if (vec_node_has_list(node, info, link->layer))
 	{
 		VecNeighbor *onpage = vec_node_neighbors(node, info, link->layer, &nslots);
@@ -429,14 +440,23 @@ add_back_link(Relation index, const VecIndexInfo *info, const VecLink *link,
 	if (slots == NULL)
 		return false;
 
+	/* a node being relinked (vec_relink_node) may be linked from here already */
+	for (int i = 0; i < nslots; i++)
+		if (ItemPointerEquals(&slots[i].tid, tid))
+			return true;
 	for (int i = 0; i < nslots && target < 0; i++)
 		if (!ItemPointerIsValid(&slots[i].tid))
 			target = i;
 	if (target < 0)
+	{
 		target = choose_victim(index, info, code, code_flags, slots, nslots, link->distance,
-							   force);
-	if (target < 0)
-		return false;
+							   force, &between);
+		if (target < 0)
+			return false;
+		evicted->layer = link->layer;
+		evicted->tid = slots[target].tid;
+		evicted->distance = between;
+	}
 
 	buf = archer_read_page(index, blkno, BUFFER_LOCK_EXCLUSIVE, ARCHER_VEC_PAGE_ID);
 	state = GenericXLogStart(index);
@@ -449,6 +469,87 @@ add_back_link(Relation index, const VecIndexInfo *info, const VecLink *link,
 	GenericXLogFinish(state);
 	UnlockReleaseBuffer(buf);
 	return true;
+}
+
+/*
+ * Put each replaced link into a free slot of the same list of the node
+ * (tid), unless it has that link already; returns how many it put (with
+ * apply false, how many it would).
+ */
+static int
+adopt_into(VecNodeHeader *node, const VecIndexInfo *info, ItemPointer tid,
+		   const VecLink *evicted, int nevicted, bool apply)
+{
+	int			nadopted = 0;
+
+	for (int e = 0; e < nevicted; e++)
+	{
+		ItemPointerData target = evicted[e].tid;
+		int			nslots;
+		VecNeighbor *slots;
+		int			free_slot = -1;
+		bool		present = ItemPointerEquals(&target, tid);
+
+		if (!vec_node_has_list(node, info, evicted[e].layer))
+			continue;
+		slots = vec_node_neighbors(node, info, evicted[e].layer, &nslots);
+		for (int i = 0; i < nslots && !present; i++)
+		{
+			if (ItemPointerEquals(&slots[i].tid, &target))
+				present = true;
+			else if (free_slot < 0 && !ItemPointerIsValid(&slots[i].tid))
+				free_slot = i;
+		}
+		if (present || free_slot < 0)
+			continue;
+		nadopted++;
+		if (!apply)
+		{
+			/* the same free slot may take only one of two evicted links */
+			slots[free_slot].tid = target;
+			continue;
+		}
+		slots[free_slot].tid = target;
+		slots[free_slot].pad = 0;
+		slots[free_slot].distance = evicted[e].distance;
+	}
+	return nadopted;
+}
+
+/*
+ * The new node at tid takes over the links its back links replaced, into
+ * free slots of its own lists, in one WAL record: a replaced link may have
+ * been its target's only way in (on data with many equal vectors, whole
+ * groups hang on one link), and through the new node, now linked from
+ * where it was, the target stays reachable.  A link with no free slot left
+ * is dropped: VACUUM relinks a node that no search reaches any more
+ * (vec_reach.c).
+ */
+static void
+adopt_evicted(Relation index, const VecIndexInfo *info, ItemPointer tid,
+			  const VecLink *evicted, int nevicted)
+{
+	BlockNumber blkno = ItemPointerGetBlockNumber(tid);
+	OffsetNumber offnum = ItemPointerGetOffsetNumber(tid);
+	Buffer		buf;
+	VecNodeHeader *copy;
+	GenericXLogState *state;
+
+	if (nevicted == 0)
+		return;
+	buf = archer_read_page(index, blkno, BUFFER_LOCK_EXCLUSIVE, ARCHER_VEC_PAGE_ID);
+	copy = vec_page_node(index, BufferGetPage(buf), blkno, offnum, info);
+	copy = memcpy(palloc(vec_node_size(info, copy->level)), copy, vec_node_size(info, copy->level));
+	if (adopt_into(copy, info, tid, evicted, nevicted, false) > 0)
+	{
+		state = GenericXLogStart(index);
+		(void) adopt_into(vec_page_node(index, GenericXLogRegisterBuffer(state, buf, 0), blkno,
+										offnum, info),
+						  info, tid, evicted, nevicted, true);
+		GenericXLogFinish(state);
+	}
+	UnlockReleaseBuffer(buf);
+	pfree(copy);
 }
 
 /*
@@ -507,12 +608,14 @@ initialize_empty_index(Relation index, const float *x, int dim)
  * Link the new node from its neighbours, layer by layer (links[] holds the
  * layers top down, then the filter lists, nearest first within each).  A
  * layer or list where every neighbour turned it down links it from its
- * nearest one all the same.
+ * nearest one all the same.  Then the node adopts the links it replaced.
  */
 static void
 add_back_links(Relation index, const VecIndexInfo *info, const VecLink *links, int nlinks,
 			   ItemPointer tid, const uint8 *code, uint8 code_flags)
 {
+	VecLink    *evicted = palloc(sizeof(VecLink) * Max(nlinks, 1));
+	int			nevicted = 0;
 	int			first = 0;
 
 	while (first < nlinks)
@@ -521,11 +624,20 @@ add_back_links(Relation index, const VecIndexInfo *info, const VecLink *links, i
 		bool		linked = false;
 
 		while (end < nlinks && links[end].layer == links[first].layer)
-			linked |= add_back_link(index, info, &links[end++], tid, code, code_flags, false);
-		if (!linked)
-			(void) add_back_link(index, info, &links[first], tid, code, code_flags, true);
+		{
+			linked |= add_back_link(index, info, &links[end++], tid, code, code_flags, false,
+									&evicted[nevicted]);
+			if (ItemPointerIsValid(&evicted[nevicted].tid))
+				nevicted++;
+		}
+		if (!linked && add_back_link(index, info, &links[first], tid, code, code_flags, true,
+									 &evicted[nevicted]) &&
+			ItemPointerIsValid(&evicted[nevicted].tid))
+			nevicted++;
 		first = end;
 	}
+	adopt_evicted(index, info, tid, evicted, nevicted);
+	pfree(evicted);
 }
 
 /* Empty every neighbour slot of a node */
@@ -639,6 +751,61 @@ vec_insert_node(Relation index, const VecIndexInfo *info, const VecNodeHeader *s
 		tid = place_node(index, info, node, size,
 						 !ItemPointerIsValid(&meta.entry) || level > meta.entry_level, entry);
 	add_back_links(index, info, links, nlinks, &tid, vec_node_code(node), node->flags);
+}
+
+/*
+ * Link an existing live node at tid from the nodes an insert of it would
+ * link it from: the repair of a node no search reaches (vec_reach.c), as
+ * an insert or merge interrupted between writing the node and writing its
+ * back links leaves.  The search only walks links from the entry point,
+ * so those nodes are reachable, and the node is too once they link to it.
+ * The node keeps its own links; only back links are added, each in its
+ * own WAL record like an insert's.  Its vector is decoded from its code,
+ * as a merge does for buffer entries.  The caller holds VEC_INSERT_LOCK.
+ */
+void
+vec_relink_node(Relation index, const VecIndexInfo *info, ItemPointer tid)
+{
+	BlockNumber blkno = ItemPointerGetBlockNumber(tid);
+	Buffer		buf = archer_read_page(index, blkno, BUFFER_LOCK_SHARE, ARCHER_VEC_PAGE_ID);
+	VecNodeHeader *onpage = vec_page_node(index, BufferGetPage(buf), blkno,
+										  ItemPointerGetOffsetNumber(tid), info);
+	VecNodeHeader *node = palloc(vec_node_size(info, onpage->level));
+	float	   *x = palloc(sizeof(float) * info->dim);
+	VecMetaPageData meta;
+	VecQuery	query;
+	VecLink    *links;
+	VecCandidate *near;
+	int			nnear;
+	int			nlinks;
+	int			nkept = 0;
+
+	memcpy(node, onpage, vec_node_size(info, onpage->level));
+	UnlockReleaseBuffer(buf);
+	if (node->flags & VEC_NODE_DELETED)
+		return;
+
+	vec_read_meta(index, &meta);
+	if (!ItemPointerIsValid(&meta.entry) || ItemPointerEquals(&meta.entry, tid))
+		return;
+	archer_sq8_decode(vec_quantizer(info, node->flags), vec_node_code(node), x);
+	vec_node_query_init(&query, info, x);
+	links = palloc(sizeof(VecLink) *
+				   (2 * info->m + node->level * info->m + info->nfilters * info->filter_m));
+	near = palloc(sizeof(VecCandidate) * Max(info->ef_construction, 2 * info->m));
+	nlinks = find_links(index, info, &query, &meta, node->level, links, near, &nnear);
+	if (info->filter_m > 0)
+		nlinks += find_filter_links(index, info, &query, &meta, node, near, nnear,
+									links + nlinks);
+	/* a node an earlier relink made reachable is found by its own search */
+	for (int i = 0; i < nlinks; i++)
+		if (!ItemPointerEquals(&links[i].tid, tid))
+			links[nkept++] = links[i];
+	add_back_links(index, info, links, nkept, tid, vec_node_code(node), node->flags);
+	pfree(links);
+	pfree(near);
+	pfree(x);
+	pfree(node);
 }
 
 bool

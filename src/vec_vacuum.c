@@ -22,6 +22,9 @@
  *	   node links to.  A VACUUM cut short leaves its deleted nodes linked
  *	   and never reused: a node reused while a filter list of another
  *	   value still linked it would join two values' graphs.
+ *	5. (vacuumcleanup, every VACUUM) relink the live nodes no search
+ *	   reaches (vec_reach.c), which an insert or merge interrupted between
+ *	   writing a node and writing its back links leaves behind.
  * Nodes deleted by an earlier VACUUM count as deleted in pass 2 too, so
  * links a crash left pointing at them are repaired before they are reused.
  * Scans running meanwhile may still reach a deleted node through a link
@@ -391,11 +394,14 @@ vec_bulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 /*
  * After a VACUUM that deleted nothing: the insert buffer is merged all the
  * same (VACUUM is one of the times a buffer gets merged without a worker).
+ * After every VACUUM: pass 5.
  */
 IndexBulkDeleteResult *
 vec_vacuumcleanup(IndexVacuumInfo *info, IndexBulkDeleteResult *stats)
 {
 	VecMetaPageData meta;
+	const VecIndexInfo *vinfo;
+	int64		relinked = 0;
 
 	if (info->analyze_only)
 		return stats;
@@ -407,5 +413,14 @@ vec_vacuumcleanup(IndexVacuumInfo *info, IndexBulkDeleteResult *stats)
 		stats->num_index_tuples = meta.nnodes - meta.ndeleted + meta.buffer.entries;
 		stats->num_pages = RelationGetNumberOfBlocks(info->index);
 	}
+	LockPage(info->index, VEC_INSERT_LOCK, ExclusiveLock);
+	vinfo = vec_index_info(info->index);
+	if (vinfo->dim > 0)
+		relinked = vec_relink_unreachable(info->index, vinfo);
+	UnlockPage(info->index, VEC_INSERT_LOCK, ExclusiveLock);
+	if (relinked > 0)
+		ereport(LOG,
+				(errmsg("relinked " INT64_FORMAT " nodes of index \"%s\" that no search reached",
+						relinked, RelationGetRelationName(info->index))));
 	return stats;
 }

@@ -10,8 +10,10 @@
  * points to a node of the index that lives on that layer, and no live node
  * links to a deleted one (VACUUM repairs those); every filter list links
  * only nodes with the list owner's value in its column; the entry point is
- * a live node on the top layer; every row visible to a fresh snapshot with a
- * non-NULL vector has a live node.  Holds ShareLock on the table (so
+ * a live node on the top layer; every live node is reachable from the entry
+ * point (vec_reach.c: VACUUM relinks those that are not);
+ * every row visible to a fresh snapshot with a non-NULL vector has a live
+ * node.  Holds ShareLock on the table (so
  * inserts and VACUUM wait), AccessShareLock on a hot standby.
  *
  *-------------------------------------------------------------------------
@@ -216,6 +218,61 @@ check_links(VecVerifyState *state, int quantizer_pages)
 	}
 }
 
+/*
+ * Pass 3: every live node is reachable from the entry point.  A node that
+ * is not holds a row no search returns (vec_reach.c).
+ */
+static void
+check_reachable(VecVerifyState *state, int quantizer_pages)
+{
+	Relation	index = state->index;
+	BlockNumber nblocks = RelationGetNumberOfBlocks(index);
+	VecReach	reach;
+	int64		nunreached = 0;
+	ItemPointerData first;
+
+	if (!vec_reach_init(&reach, state->info, nblocks))
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("checking which nodes of index \"%s\" a search reaches needs %zu kB of memory",
+						RelationGetRelationName(index), vec_reach_kb(&reach)),
+				 errhint("Raise maintenance_work_mem.")));
+	(void) vec_reach_from_entry(index, state->info, &reach);
+
+	ItemPointerSetInvalid(&first);
+	for (BlockNumber blkno = ARCHER_META_BLKNO + 1 + quantizer_pages; blkno < nblocks; blkno++)
+	{
+		Buffer		buf = vec_read_node_page(index, blkno);
+		Page		page;
+
+		CHECK_FOR_INTERRUPTS();
+		if (!BufferIsValid(buf))
+			continue;
+		page = BufferGetPage(buf);
+		for (OffsetNumber off = FirstOffsetNumber; off <= PageGetMaxOffsetNumber(page); off++)
+		{
+			ItemPointerData tid;
+
+			ItemPointerSet(&tid, blkno, off);
+			if (vec_page_node(index, page, blkno, off, state->info)->flags & VEC_NODE_DELETED ||
+				vec_reach_contains(&reach, &tid))
+				continue;
+			if (nunreached++ == 0)
+				first = tid;
+		}
+		UnlockReleaseBuffer(buf);
+	}
+	vec_reach_free(&reach);
+	if (nunreached > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INDEX_CORRUPTED),
+				 errmsg("index \"%s\" has " INT64_FORMAT " live nodes that no search reaches, the first at block %u offset %u",
+						RelationGetRelationName(index), nunreached,
+						ItemPointerGetBlockNumber(&first), ItemPointerGetOffsetNumber(&first)),
+				 errdetail("No path of links leads to them from the entry point, as after an insert interrupted between writing its node and linking it."),
+				 errhint("VACUUM the table to relink them, or REINDEX the index.")));
+}
+
 static void
 verify_heap_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
 					 bool tupleIsAlive, void *arg)
@@ -264,6 +321,8 @@ archer_vector_verify(PG_FUNCTION_ARGS)
 		if (state.nlive > 0 &&
 			(!vec_visited_contains(&state.live, &meta.entry) || meta.entry_level != max_level))
 			archer_corrupted(index, ARCHER_META_BLKNO, "The entry point is not a live node on the top layer.");
+		if (state.nlive > 0)
+			check_reachable(&state, meta.quantizer_pages);
 		archer_buffer_check_chain(index, ARCHER_VEC_PAGE_ID, &meta.buffer, NULL, NULL);
 		if (state.nbuffered != meta.buffer.entries)
 			archer_corrupted(index, ARCHER_META_BLKNO, "The meta page's count of insert buffer entries is wrong.");
