@@ -63,6 +63,7 @@ archer_buffer_append_begin(Relation index, uint16 page_id, Size need, ArcherBuff
 	meta = ArcherPageGetBufferMeta(BufferGetPage(append->metabuf));
 	if (BlockNumberIsValid(meta->tail))
 	{
+		archer_check_link(index, ARCHER_META_BLKNO, meta->tail, InvalidBlockNumber);
 		append->tailbuf = archer_read_page(index, meta->tail, BUFFER_LOCK_EXCLUSIVE, page_id);
 		if (!(ArcherPageGetOpaque(BufferGetPage(append->tailbuf))->flags & ARCHER_PAGE_BUFFER))
 			archer_corrupted(index, meta->tail, "The insert buffer's tail is not a buffer page.");
@@ -72,6 +73,7 @@ archer_buffer_append_begin(Relation index, uint16 page_id, Size need, ArcherBuff
 	{
 		if (BlockNumberIsValid(meta->free))
 		{
+			archer_check_link(index, ARCHER_META_BLKNO, meta->free, meta->tail);
 			append->newbuf = archer_read_page(index, meta->free, BUFFER_LOCK_EXCLUSIVE, page_id);
 			if (!(ArcherPageGetOpaque(BufferGetPage(append->newbuf))->flags & ARCHER_PAGE_DELETED))
 				archer_corrupted(index, meta->free, "The free list of buffer pages holds a page in use.");
@@ -125,7 +127,10 @@ lock_head(Relation index, uint16 page_id, BlockNumber *blkno)
 
 	*blkno = ArcherPageGetBufferMeta(BufferGetPage(metabuf))->head;
 	if (BlockNumberIsValid(*blkno))
+	{
+		archer_check_link(index, ARCHER_META_BLKNO, *blkno, InvalidBlockNumber);
 		buf = archer_read_page(index, *blkno, BUFFER_LOCK_SHARE, page_id);
+	}
 	UnlockReleaseBuffer(metabuf);
 	return buf;
 }
@@ -186,8 +191,12 @@ archer_buffer_free_head(Relation index, uint16 page_id, BlockNumber blkno,
 						ArcherBufferPageDone page_done, void *arg)
 {
 	Buffer		metabuf = archer_read_page(index, ARCHER_META_BLKNO, BUFFER_LOCK_EXCLUSIVE, page_id);
-	Buffer		buf = archer_read_page(index, blkno, BUFFER_LOCK_EXCLUSIVE, page_id);
-	int			nentries = page_done(index, BufferGetPage(buf), blkno, arg);
+	Buffer		buf;
+	int			nentries;
+
+	archer_check_link(index, ARCHER_META_BLKNO, blkno, InvalidBlockNumber);
+	buf = archer_read_page(index, blkno, BUFFER_LOCK_EXCLUSIVE, page_id);
+	nentries = page_done(index, BufferGetPage(buf), blkno, arg);
 
 	if (nentries >= 0)
 	{

@@ -118,6 +118,24 @@ archer_check_page(Relation index, Page page, BlockNumber blkno, uint16 page_id)
 }
 
 /*
+ * Check a block number read from page "from" before following it while
+ * the backend holds content locks: it must name a block of the index other
+ * than the meta page (nothing links to it), "from" itself and "held" (one
+ * more block the caller holds locked, or InvalidBlockNumber).  Locking a
+ * buffer the backend already holds would wait on itself forever, deaf to
+ * cancel; a block past the end would get the buffer manager's read error,
+ * which names neither the index nor the damaged page.
+ */
+void
+archer_check_link(Relation index, BlockNumber from, BlockNumber to, BlockNumber held)
+{
+	if (to == ARCHER_META_BLKNO || to == from || to == held)
+		archer_corrupted(index, from, "A link points back to the meta page or to a page the reader holds.");
+	if (to >= RelationGetNumberOfBlocks(index))
+		archer_corrupted(index, from, "A link points past the end of the index.");
+}
+
+/*
  * Read, lock and validate one page.  A link past the end of the index is
  * caught by the buffer manager's own read error; checking the size here
  * would cost a system call on every read of the hot paths.

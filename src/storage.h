@@ -148,6 +148,8 @@ extern int	archer_page_nentries(Page page, Size entry_size);
 extern void archer_page_set_nentries(Page page, Size entry_size, int nentries);
 extern void archer_check_page(Relation index, Page page, BlockNumber blkno,
 							  uint16 page_id);
+extern void archer_check_link(Relation index, BlockNumber from, BlockNumber to,
+							  BlockNumber held);
 extern Buffer archer_read_page(Relation index, BlockNumber blkno, int lockmode,
 							   uint16 page_id);
 extern Buffer archer_read_page_if_used(Relation index, BlockNumber blkno, int lockmode,
