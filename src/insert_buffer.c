@@ -221,6 +221,29 @@ archer_buffer_free_head(Relation index, uint16 page_id, BlockNumber blkno,
 	return nentries >= 0;
 }
 
+/*
+ * After a merge of every page the buffer held when it started (as many as
+ * the meta page counted then; start_serial the serial of the last of
+ * them): a head page from before the start means the count was wrong, and
+ * VACUUM would leave entries of dead rows unmerged behind it.
+ */
+void
+archer_buffer_check_merged(Relation index, uint16 page_id, uint64 start_serial)
+{
+	BlockNumber blkno;
+	Buffer		buf = lock_head(index, page_id, &blkno);
+	bool		stale;
+
+	if (!BufferIsValid(buf))
+		return;
+	stale = (ArcherPageGetOpaque(BufferGetPage(buf))->flags & ARCHER_PAGE_BUFFER) &&
+		ArcherBufferPageSerial(BufferGetPage(buf)) <= start_serial;
+	UnlockReleaseBuffer(buf);
+	if (stale)
+		archer_corrupted(index, ARCHER_META_BLKNO,
+						 "The insert buffer holds more pages than the meta page counts.");
+}
+
 /* Count a merge run in the meta page */
 void
 archer_buffer_record_merge(Relation index, uint16 page_id, int64 merged, TimestampTz start)

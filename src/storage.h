@@ -236,6 +236,7 @@ extern void archer_buffer_walk(Relation index, uint16 page_id,
 							   ArcherBufferPageCallback callback, void *arg);
 extern bool archer_buffer_free_head(Relation index, uint16 page_id, BlockNumber blkno,
 									ArcherBufferPageDone page_done, void *arg);
+extern void archer_buffer_check_merged(Relation index, uint16 page_id, uint64 start_serial);
 extern void archer_buffer_record_merge(Relation index, uint16 page_id, int64 merged,
 									   TimestampTz start);
 extern void archer_buffer_check_chain(Relation index, uint16 page_id,
