@@ -100,6 +100,16 @@ archer_check_page(Relation index, Page page, BlockNumber blkno, uint16 page_id)
 		header->pd_upper > header->pd_special)
 		archer_corrupted(index, blkno, "The page header is invalid.");
 	opaque = ArcherPageGetOpaque(page);
+	/*
+	 * Pages of dense entries (all geo pages, vector meta and quantizer
+	 * pages) keep nothing above the hole: generic WAL zeroes [pd_lower,
+	 * pd_upper) of every page it logs, which with a lower pd_upper an
+	 * entry added past it turns into a write of a negative length
+	 */
+	if ((page_id == ARCHER_GEO_PAGE_ID ||
+		 (opaque->flags & (ARCHER_PAGE_META | ARCHER_PAGE_QUANTIZER))) &&
+		header->pd_upper != header->pd_special)
+		archer_corrupted(index, blkno, "The page header is invalid.");
 	if (opaque->page_id != page_id)
 		archer_corrupted(index, blkno, "The page id does not belong to this access method.");
 	if (opaque->version != ARCHER_PAGE_VERSION)

@@ -70,6 +70,7 @@ $node->init;    # no data checksums: archer's own checks must find the damage
 $node->append_conf(
 	'postgresql.conf', qq{
 autovacuum = off
+restart_after_crash = on
 archer.insert_buffer_max_entries = 1000000
 shared_buffers = 16MB
 log_min_messages = warning
@@ -625,6 +626,14 @@ my @fixed = (
 	  "SELECT id FROM TABLE ORDER BY e <-> '[1,1,1,1,1,1,1,1]' LIMIT 3" ],
 	[ 'vector NaN quantizer', 'v', 1, sub { substr($_[0], 24, 4) = pack('f', unpack('f', pack('L', 0x7fc00000))); $_[0] },
 	  "SELECT id FROM TABLE ORDER BY e <-> '[1,1,1,1,1,1,1,1]' LIMIT 3" ],
+	# a buffer page count of 0 with pages in the buffer: the merge of
+	# VACUUM stopped at once, leaving entries of the dead rows behind
+	[ 'geo buffer page count 0', 'g', 0, sub { set_u32($_[0], 56, 0) }, 'VACUUM TABLE' ],
+	[ 'vector buffer page count 0', 'v', 0, sub { set_u32($_[0], 56, 0) }, 'VACUUM TABLE' ],
+	# pd_upper lowered to pd_lower on a leaf a merge adds to: generic WAL
+	# zeroed the hole [pd_lower, pd_upper) with a negative length
+	[ 'geo leaf pd_upper at pd_lower', 'g', 'leaf', sub { set_u16($_[0], 14, u16($_[0], 12)) },
+	  "SELECT archer_flush('INDEX')" ],
 	# a leaf's right link to itself, below a high key an insert passes:
 	# the insert moved right onto the leaf it held exclusively
 	[ 'geo right link -> itself', 'g', 'leaf', sub {
