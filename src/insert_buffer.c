@@ -174,6 +174,8 @@ archer_buffer_walk(Relation index, uint16 page_id, ArcherBufferPageCallback call
 		done = Max(done, serial);
 		prev = serial;
 		from_head = false;
+		if (BlockNumberIsValid(next))
+			archer_check_link(index, blkno, next, InvalidBlockNumber);
 		blkno = next;
 		buf = BlockNumberIsValid(blkno) ?
 			archer_read_page(index, blkno, BUFFER_LOCK_SHARE, page_id) : InvalidBuffer;

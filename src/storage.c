@@ -110,6 +110,13 @@ archer_check_page(Relation index, Page page, BlockNumber blkno, uint16 page_id)
 		 (opaque->flags & (ARCHER_PAGE_META | ARCHER_PAGE_QUANTIZER))) &&
 		header->pd_upper != header->pd_special)
 		archer_corrupted(index, blkno, "The page header is invalid.");
+	/*
+	 * A tree page has a high key exactly when it has a right sibling: a scan
+	 * takes a page without one for the last of its level, and stops there
+	 */
+	if ((opaque->flags & (ARCHER_PAGE_LEAF | ARCHER_PAGE_INTERNAL)) &&
+		((opaque->flags & ARCHER_PAGE_HAS_HIKEY) != 0) != BlockNumberIsValid(opaque->rightlink))
+		archer_corrupted(index, blkno, "The page's high key and right link disagree.");
 	if (opaque->page_id != page_id)
 		archer_corrupted(index, blkno, "The page id does not belong to this access method.");
 	if (opaque->version != ARCHER_PAGE_VERSION)
