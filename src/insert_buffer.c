@@ -202,9 +202,17 @@ archer_buffer_free_head(Relation index, uint16 page_id, BlockNumber blkno,
 
 	if (nentries >= 0)
 	{
-		GenericXLogState *state = GenericXLogStart(index);
-		ArcherBufferMeta *meta = ArcherPageGetBufferMeta(GenericXLogRegisterBuffer(state, metabuf, 0));
-		Page		page = GenericXLogRegisterBuffer(state, buf, 0);
+		BlockNumber next = ArcherPageGetOpaque(BufferGetPage(buf))->rightlink;
+		GenericXLogState *state;
+		ArcherBufferMeta *meta;
+		Page		page;
+
+		/* the next head, which merges read with the meta page unlocked */
+		if (BlockNumberIsValid(next))
+			archer_check_link(index, blkno, next, InvalidBlockNumber);
+		state = GenericXLogStart(index);
+		meta = ArcherPageGetBufferMeta(GenericXLogRegisterBuffer(state, metabuf, 0));
+		page = GenericXLogRegisterBuffer(state, buf, 0);
 
 		if (meta->head != blkno)
 			elog(ERROR, "archer: buffer page %u is not the head of the insert buffer", blkno);
