@@ -337,9 +337,11 @@ geo_buffer_merge(Relation index, int64 max_entries)
 	int64		merged = 0;
 	ArcherBufferMeta meta;
 	uint32		pages_left;
+	uint64		start_serial;
 
 	archer_buffer_read_meta(index, ARCHER_GEO_PAGE_ID, &meta);
 	pages_left = meta.pages;
+	start_serial = meta.serial;
 	while (pages_left > 0 && (max_entries <= 0 || merged < max_entries))
 	{
 		Buffer		buf;
@@ -373,6 +375,8 @@ geo_buffer_merge(Relation index, int64 max_entries)
 		}
 	}
 	pfree(entries);
+	if (max_entries <= 0 && pages_left == 0)
+		archer_buffer_check_merged(index, ARCHER_GEO_PAGE_ID, start_serial);
 	if (merged > 0)
 		archer_buffer_record_merge(index, ARCHER_GEO_PAGE_ID, merged, start);
 	return merged;

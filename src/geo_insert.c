@@ -193,6 +193,22 @@ split_root(Relation index, Buffer root)
 	return newroot;
 }
 
+/*
+ * A page the split path entered must be what its parent says: a page of
+ * another level or kind would be split and linked as if it were one.
+ */
+static void
+check_split_path_page(Relation index, Buffer buf, uint16 level)
+{
+	ArcherPageOpaque opaque = ArcherPageGetOpaque(BufferGetPage(buf));
+
+	if (opaque->level != level ||
+		!(opaque->flags & (level == 0 ? ARCHER_PAGE_LEAF : ARCHER_PAGE_INTERNAL)) ||
+		(level > 0 && archer_page_nentries(BufferGetPage(buf), sizeof(GeoInternalEntry)) == 0))
+		archer_corrupted(index, BufferGetBlockNumber(buf),
+						 "The page is not at the level its parent expects.");
+}
+
 /* The split path: top-down descent that splits full pages before entering them */
 static void
 insert_with_splits(Relation index, const GeoLeafEntry *entry)
@@ -205,6 +221,7 @@ insert_with_splits(Relation index, const GeoLeafEntry *entry)
 
 	geo_read_meta(index, &rootblkno, &level);
 	buf = archer_read_page(index, rootblkno, BUFFER_LOCK_EXCLUSIVE, ARCHER_GEO_PAGE_ID);
+	check_split_path_page(index, buf, level);
 	if (page_is_full(BufferGetPage(buf)))
 	{
 		buf = split_root(index, buf);
@@ -223,8 +240,11 @@ insert_with_splits(Relation index, const GeoLeafEntry *entry)
 		while (pos + 1 < nentries &&
 			   geo_key_cmp(entries[pos + 1].cellid, &entries[pos + 1].tid, cellid, tid) <= 0)
 			pos++;
+		archer_check_link(index, BufferGetBlockNumber(buf), entries[pos].child,
+						  InvalidBlockNumber);
 		child = archer_read_page(index, entries[pos].child, BUFFER_LOCK_EXCLUSIVE,
 								 ARCHER_GEO_PAGE_ID);
+		check_split_path_page(index, child, level - 1);
 		if (page_is_full(BufferGetPage(child)))
 			child = split_child(index, buf, pos, child, cellid, tid);
 		UnlockReleaseBuffer(buf);

@@ -623,6 +623,16 @@ read_range_page(Relation index, uint64 lo, uint64 hi, BlockNumber *blkno,
 	/* one copy: large regions read mostly whole pages */
 	memcpy(entries, &page_entries[pos], sizeof(GeoLeafEntry) * (end - pos));
 	ncopied = end - pos;
+	/*
+	 * The binary searches trust the prefix's order; a damaged one could
+	 * hand on a key of another cell, or of no face at all, to code that
+	 * picks the region's face plane by the key
+	 */
+	for (int i = 0; i < ncopied; i++)
+		if (entries[i].cellid < lo || entries[i].cellid > hi ||
+			(i > 0 && entries[i].cellid < entries[i - 1].cellid))
+			archer_corrupted(index, BufferGetBlockNumber(buf),
+							 "A leaf's sorted entries are out of order.");
 	pos = end;
 	/* the unsorted tail: recent inserts, in no order */
 	for (int i = nsorted; i < nentries; i++)

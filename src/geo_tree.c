@@ -46,6 +46,9 @@ geo_read_meta(Relation index, BlockNumber *root, uint16 *root_level)
 		meta->common.magic != ARCHER_MAGIC ||
 		meta->common.version != ARCHER_PAGE_VERSION)
 		archer_corrupted(index, ARCHER_META_BLKNO, "The meta page is invalid.");
+	/* an insert that splits the root locks the meta page while it holds the root */
+	if (meta->root == ARCHER_META_BLKNO || !BlockNumberIsValid(meta->root))
+		archer_corrupted(index, ARCHER_META_BLKNO, "The meta page's root link is invalid.");
 	*root = meta->root;
 	*root_level = meta->root_level;
 	UnlockReleaseBuffer(buf);
@@ -73,9 +76,13 @@ geo_move_right(Relation index, Buffer buf, uint64 cellid, ItemPointer tid, int l
 	while (key_beyond_page(BufferGetPage(buf), cellid, tid))
 	{
 		ArcherPageOpaque opaque = ArcherPageGetOpaque(BufferGetPage(buf));
-		Buffer		next = archer_read_page(index, opaque->rightlink, lockmode,
-											ARCHER_GEO_PAGE_ID);
-		ArcherPageOpaque nextopaque = ArcherPageGetOpaque(BufferGetPage(next));
+		Buffer		next;
+		ArcherPageOpaque nextopaque;
+
+		archer_check_link(index, BufferGetBlockNumber(buf), opaque->rightlink,
+						  InvalidBlockNumber);
+		next = archer_read_page(index, opaque->rightlink, lockmode, ARCHER_GEO_PAGE_ID);
+		nextopaque = ArcherPageGetOpaque(BufferGetPage(next));
 
 		/* right links lead to higher keys, or a damaged link would loop */
 		if ((nextopaque->flags & ARCHER_PAGE_HAS_HIKEY) &&

@@ -63,6 +63,7 @@ archer_buffer_append_begin(Relation index, uint16 page_id, Size need, ArcherBuff
 	meta = ArcherPageGetBufferMeta(BufferGetPage(append->metabuf));
 	if (BlockNumberIsValid(meta->tail))
 	{
+		archer_check_link(index, ARCHER_META_BLKNO, meta->tail, InvalidBlockNumber);
 		append->tailbuf = archer_read_page(index, meta->tail, BUFFER_LOCK_EXCLUSIVE, page_id);
 		if (!(ArcherPageGetOpaque(BufferGetPage(append->tailbuf))->flags & ARCHER_PAGE_BUFFER))
 			archer_corrupted(index, meta->tail, "The insert buffer's tail is not a buffer page.");
@@ -72,6 +73,7 @@ archer_buffer_append_begin(Relation index, uint16 page_id, Size need, ArcherBuff
 	{
 		if (BlockNumberIsValid(meta->free))
 		{
+			archer_check_link(index, ARCHER_META_BLKNO, meta->free, meta->tail);
 			append->newbuf = archer_read_page(index, meta->free, BUFFER_LOCK_EXCLUSIVE, page_id);
 			if (!(ArcherPageGetOpaque(BufferGetPage(append->newbuf))->flags & ARCHER_PAGE_DELETED))
 				archer_corrupted(index, meta->free, "The free list of buffer pages holds a page in use.");
@@ -125,7 +127,10 @@ lock_head(Relation index, uint16 page_id, BlockNumber *blkno)
 
 	*blkno = ArcherPageGetBufferMeta(BufferGetPage(metabuf))->head;
 	if (BlockNumberIsValid(*blkno))
+	{
+		archer_check_link(index, ARCHER_META_BLKNO, *blkno, InvalidBlockNumber);
 		buf = archer_read_page(index, *blkno, BUFFER_LOCK_SHARE, page_id);
+	}
 	UnlockReleaseBuffer(metabuf);
 	return buf;
 }
@@ -169,6 +174,8 @@ archer_buffer_walk(Relation index, uint16 page_id, ArcherBufferPageCallback call
 		done = Max(done, serial);
 		prev = serial;
 		from_head = false;
+		if (BlockNumberIsValid(next))
+			archer_check_link(index, blkno, next, InvalidBlockNumber);
 		blkno = next;
 		buf = BlockNumberIsValid(blkno) ?
 			archer_read_page(index, blkno, BUFFER_LOCK_SHARE, page_id) : InvalidBuffer;
@@ -186,14 +193,26 @@ archer_buffer_free_head(Relation index, uint16 page_id, BlockNumber blkno,
 						ArcherBufferPageDone page_done, void *arg)
 {
 	Buffer		metabuf = archer_read_page(index, ARCHER_META_BLKNO, BUFFER_LOCK_EXCLUSIVE, page_id);
-	Buffer		buf = archer_read_page(index, blkno, BUFFER_LOCK_EXCLUSIVE, page_id);
-	int			nentries = page_done(index, BufferGetPage(buf), blkno, arg);
+	Buffer		buf;
+	int			nentries;
+
+	archer_check_link(index, ARCHER_META_BLKNO, blkno, InvalidBlockNumber);
+	buf = archer_read_page(index, blkno, BUFFER_LOCK_EXCLUSIVE, page_id);
+	nentries = page_done(index, BufferGetPage(buf), blkno, arg);
 
 	if (nentries >= 0)
 	{
-		GenericXLogState *state = GenericXLogStart(index);
-		ArcherBufferMeta *meta = ArcherPageGetBufferMeta(GenericXLogRegisterBuffer(state, metabuf, 0));
-		Page		page = GenericXLogRegisterBuffer(state, buf, 0);
+		BlockNumber next = ArcherPageGetOpaque(BufferGetPage(buf))->rightlink;
+		GenericXLogState *state;
+		ArcherBufferMeta *meta;
+		Page		page;
+
+		/* the next head, which merges read with the meta page unlocked */
+		if (BlockNumberIsValid(next))
+			archer_check_link(index, blkno, next, InvalidBlockNumber);
+		state = GenericXLogStart(index);
+		meta = ArcherPageGetBufferMeta(GenericXLogRegisterBuffer(state, metabuf, 0));
+		page = GenericXLogRegisterBuffer(state, buf, 0);
 
 		if (meta->head != blkno)
 			elog(ERROR, "archer: buffer page %u is not the head of the insert buffer", blkno);
@@ -210,6 +229,29 @@ archer_buffer_free_head(Relation index, uint16 page_id, BlockNumber blkno,
 	UnlockReleaseBuffer(buf);
 	UnlockReleaseBuffer(metabuf);
 	return nentries >= 0;
+}
+
+/*
+ * After a merge of every page the buffer held when it started (as many as
+ * the meta page counted then; start_serial the serial of the last of
+ * them): a head page from before the start means the count was wrong, and
+ * VACUUM would leave entries of dead rows unmerged behind it.
+ */
+void
+archer_buffer_check_merged(Relation index, uint16 page_id, uint64 start_serial)
+{
+	BlockNumber blkno;
+	Buffer		buf = lock_head(index, page_id, &blkno);
+	bool		stale;
+
+	if (!BufferIsValid(buf))
+		return;
+	stale = (ArcherPageGetOpaque(BufferGetPage(buf))->flags & ARCHER_PAGE_BUFFER) &&
+		ArcherBufferPageSerial(BufferGetPage(buf)) <= start_serial;
+	UnlockReleaseBuffer(buf);
+	if (stale)
+		archer_corrupted(index, ARCHER_META_BLKNO,
+						 "The insert buffer holds more pages than the meta page counts.");
 }
 
 /* Count a merge run in the meta page */

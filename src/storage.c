@@ -100,6 +100,23 @@ archer_check_page(Relation index, Page page, BlockNumber blkno, uint16 page_id)
 		header->pd_upper > header->pd_special)
 		archer_corrupted(index, blkno, "The page header is invalid.");
 	opaque = ArcherPageGetOpaque(page);
+	/*
+	 * Pages of dense entries (all geo pages, vector meta and quantizer
+	 * pages) keep nothing above the hole: generic WAL zeroes [pd_lower,
+	 * pd_upper) of every page it logs, which with a lower pd_upper an
+	 * entry added past it turns into a write of a negative length
+	 */
+	if ((page_id == ARCHER_GEO_PAGE_ID ||
+		 (opaque->flags & (ARCHER_PAGE_META | ARCHER_PAGE_QUANTIZER))) &&
+		header->pd_upper != header->pd_special)
+		archer_corrupted(index, blkno, "The page header is invalid.");
+	/*
+	 * A tree page has a high key exactly when it has a right sibling: a scan
+	 * takes a page without one for the last of its level, and stops there
+	 */
+	if ((opaque->flags & (ARCHER_PAGE_LEAF | ARCHER_PAGE_INTERNAL)) &&
+		((opaque->flags & ARCHER_PAGE_HAS_HIKEY) != 0) != BlockNumberIsValid(opaque->rightlink))
+		archer_corrupted(index, blkno, "The page's high key and right link disagree.");
 	if (opaque->page_id != page_id)
 		archer_corrupted(index, blkno, "The page id does not belong to this access method.");
 	if (opaque->version != ARCHER_PAGE_VERSION)
@@ -115,6 +132,24 @@ archer_check_page(Relation index, Page page, BlockNumber blkno, uint16 page_id)
 					 errhint("REINDEX it to rebuild it in the current layout.")));
 		archer_corrupted(index, blkno, "The page layout version is unknown.");
 	}
+}
+
+/*
+ * Check a block number read from page "from" before following it while
+ * the backend holds content locks: it must name a block of the index other
+ * than the meta page (nothing links to it), "from" itself and "held" (one
+ * more block the caller holds locked, or InvalidBlockNumber).  Locking a
+ * buffer the backend already holds would wait on itself forever, deaf to
+ * cancel; a block past the end would get the buffer manager's read error,
+ * which names neither the index nor the damaged page.
+ */
+void
+archer_check_link(Relation index, BlockNumber from, BlockNumber to, BlockNumber held)
+{
+	if (to == ARCHER_META_BLKNO || to == from || to == held)
+		archer_corrupted(index, from, "A link points back to the meta page or to a page the reader holds.");
+	if (to >= RelationGetNumberOfBlocks(index))
+		archer_corrupted(index, from, "A link points past the end of the index.");
 }
 
 /*

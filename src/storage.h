@@ -148,6 +148,8 @@ extern int	archer_page_nentries(Page page, Size entry_size);
 extern void archer_page_set_nentries(Page page, Size entry_size, int nentries);
 extern void archer_check_page(Relation index, Page page, BlockNumber blkno,
 							  uint16 page_id);
+extern void archer_check_link(Relation index, BlockNumber from, BlockNumber to,
+							  BlockNumber held);
 extern Buffer archer_read_page(Relation index, BlockNumber blkno, int lockmode,
 							   uint16 page_id);
 extern Buffer archer_read_page_if_used(Relation index, BlockNumber blkno, int lockmode,
@@ -234,6 +236,7 @@ extern void archer_buffer_walk(Relation index, uint16 page_id,
 							   ArcherBufferPageCallback callback, void *arg);
 extern bool archer_buffer_free_head(Relation index, uint16 page_id, BlockNumber blkno,
 									ArcherBufferPageDone page_done, void *arg);
+extern void archer_buffer_check_merged(Relation index, uint16 page_id, uint64 start_serial);
 extern void archer_buffer_record_merge(Relation index, uint16 page_id, int64 merged,
 									   TimestampTz start);
 extern void archer_buffer_check_chain(Relation index, uint16 page_id,

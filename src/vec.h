@@ -168,8 +168,12 @@
  * 0.972 (none) to 0.983, and the build got a third faster.
  */
 #define VEC_TOPUP_SLOTS(nslots)	((nslots) / 2)
-#define VEC_MAX_BATCH			(2 * 100)	/* 2m for the largest m */
+#define VEC_MIN_M				2
+#define VEC_MAX_M				100
+#define VEC_MAX_BATCH			(2 * VEC_MAX_M)	/* 2m for the largest m */
 #define VEC_DEFAULT_M			16
+#define VEC_MIN_EF_CONSTRUCTION	4
+#define VEC_MAX_EF_CONSTRUCTION	1000
 #define VEC_DEFAULT_EF_CONSTRUCTION	64
 
 /* node flags */
@@ -322,6 +326,7 @@ extern int	vec_choose_slot(const float *link_distance, const float *between, int
 extern void vec_reset_levels(void);
 extern int	vec_random_level(int m);
 extern void vec_read_meta(Relation index, VecMetaPageData *meta);
+extern int	vec_quantizer_npages(int dim);
 extern Buffer vec_read_node_page(Relation index, BlockNumber blkno);
 extern VecNodeHeader *vec_page_node(Relation index, Page page, BlockNumber blkno,
 									OffsetNumber offnum, const VecIndexInfo *info);

@@ -159,10 +159,12 @@ vec_buffer_merge(Relation index, int64 max_entries)
 	int64		merged = 0;
 	VecMetaPageData meta;
 	uint32		pages_left;
+	uint64		start_serial;
 
 	/* the pages there are now: appends meanwhile cannot keep it going for ever */
 	vec_read_meta(index, &meta);
 	pages_left = meta.buffer.pages;
+	start_serial = meta.buffer.serial;
 	while (pages_left > 0)
 	{
 		PageEntries copy;
@@ -197,6 +199,8 @@ vec_buffer_merge(Relation index, int64 max_entries)
 	}
 	MemoryContextSwitchTo(oldcxt);
 	MemoryContextDelete(cxt);
+	if (max_entries <= 0 && pages_left == 0)
+		archer_buffer_check_merged(index, ARCHER_VEC_PAGE_ID, start_serial);
 	if (merged > 0)
 		archer_buffer_record_merge(index, ARCHER_VEC_PAGE_ID, merged, start);
 	return merged;

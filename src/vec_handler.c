@@ -58,10 +58,11 @@ archer_vector_am_init(void)
 	vec_relopt_kind = add_reloption_kind();
 	add_int_reloption(vec_relopt_kind, "m",
 					  "Links per node and layer (twice as many on layer 0)",
-					  VEC_DEFAULT_M, 2, 100, AccessExclusiveLock);
+					  VEC_DEFAULT_M, VEC_MIN_M, VEC_MAX_M, AccessExclusiveLock);
 	add_int_reloption(vec_relopt_kind, "ef_construction",
 					  "Width of the neighbour search while building the graph",
-					  VEC_DEFAULT_EF_CONSTRUCTION, 4, 1000, AccessExclusiveLock);
+					  VEC_DEFAULT_EF_CONSTRUCTION, VEC_MIN_EF_CONSTRUCTION,
+					  VEC_MAX_EF_CONSTRUCTION, AccessExclusiveLock);
 	add_bool_reloption(vec_relopt_kind, "insert_buffer",
 					   "Inserts append to an insert buffer, merged into the graph in batches",
 					   false, AccessExclusiveLock);

@@ -241,8 +241,12 @@ place_node(Relation index, const VecIndexInfo *info, VecNodeHeader *node, Size s
 
 	if (meta->insert_page != InvalidBlockNumber)
 	{
+		archer_check_link(index, ARCHER_META_BLKNO, meta->insert_page, InvalidBlockNumber);
 		buf = archer_read_page(index, meta->insert_page, BUFFER_LOCK_EXCLUSIVE,
 							   ARCHER_VEC_PAGE_ID);
+		/* a buffer page there could be the merged entry's, locked below */
+		if (!(ArcherPageGetOpaque(BufferGetPage(buf))->flags & ARCHER_PAGE_NODES))
+			archer_corrupted(index, ARCHER_META_BLKNO, "The meta page's insert page is not a node page.");
 		if (PageGetFreeSpace(BufferGetPage(buf)) < MAXALIGN(size))
 		{
 			UnlockReleaseBuffer(buf);

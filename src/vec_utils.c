@@ -317,6 +317,33 @@ vec_read_meta(Relation index, VecMetaPageData *meta)
 		meta->common.magic != ARCHER_MAGIC || meta->common.version != ARCHER_PAGE_VERSION)
 		archer_corrupted(index, ARCHER_META_BLKNO, "The meta page is invalid.");
 	UnlockReleaseBuffer(buf);
+	/*
+	 * Arrays are sized by the bounds of the reloptions (VEC_MAX_BATCH links,
+	 * VEC_MAX_LAYERS layers), and the insert page is locked while the meta
+	 * page is held: values outside them would write past an array or wait
+	 * on the backend's own lock.
+	 */
+	if (meta->m < VEC_MIN_M || meta->m > VEC_MAX_M ||
+		meta->ef_construction < VEC_MIN_EF_CONSTRUCTION ||
+		meta->ef_construction > VEC_MAX_EF_CONSTRUCTION ||
+		meta->metric < 1 || meta->metric > VEC_NSTRATEGIES ||
+		meta->entry_level >= VEC_MAX_LAYERS ||
+		meta->filter_m > vec_filter_slots(meta->m) ||
+		meta->dim > AVECTOR_MAX_DIM ||
+		meta->quantizer_pages != vec_quantizer_npages(meta->dim) ||
+		meta->insert_page == ARCHER_META_BLKNO ||
+		(BlockNumberIsValid(meta->insert_page) &&
+		 meta->insert_page <= (BlockNumber) meta->quantizer_pages))
+		archer_corrupted(index, ARCHER_META_BLKNO, "The meta page holds an impossible value.");
+}
+
+/* How many quantizer pages hold the min[] and max[] of dim dimensions */
+int
+vec_quantizer_npages(int dim)
+{
+	int			per_page = ARCHER_PAGE_CAPACITY_BYTES / sizeof(float);
+
+	return (2 * dim + per_page - 1) / per_page;
 }
 
 /*
@@ -424,11 +451,19 @@ load_quantizer(Relation index, VecIndexInfo *info, int npages)
 			nvalues + n > 2 * dim)
 			archer_corrupted(index, blkno, "A quantizer page is invalid.");
 		memcpy(values + nvalues, ArcherPageGetEntries(page), sizeof(float) * n);
-		nvalues += n;
 		UnlockReleaseBuffer(buf);
+		/* builds and first inserts train on finite values only */
+		for (int j = nvalues; j < nvalues + n; j++)
+			if (!isfinite(values[j]))
+				archer_corrupted(index, blkno, "A quantizer page holds a value that is not finite.");
+		nvalues += n;
 	}
 	if (nvalues != 2 * dim)
 		archer_corrupted(index, ARCHER_META_BLKNO, "The quantizer is incomplete.");
+	for (int i = 0; i < dim; i++)
+		if (!(values[i] <= values[dim + i]))
+			archer_corrupted(index, ARCHER_META_BLKNO + 1 + (BlockNumber) (i / (ARCHER_PAGE_CAPACITY_BYTES / sizeof(float))),
+							 "A quantizer range is empty.");
 	vec_init_quantizers(info, values, values + dim);
 }
 
@@ -463,6 +498,8 @@ vec_index_info(Relation index)
 		archer_corrupted(index, ARCHER_META_BLKNO, "The meta page's filter list size is impossible.");
 	if (info->metric != metric_of_index(index))
 		archer_corrupted(index, ARCHER_META_BLKNO, "The meta page's metric does not match the operator class.");
+	if (info->dim > vec_max_dim(info->m, info->nfilters, info->filter_m))
+		archer_corrupted(index, ARCHER_META_BLKNO, "The meta page's dimension does not fit a node.");
 	if (info->dim > 0)
 	{
 		load_quantizer(index, info, meta.quantizer_pages);
