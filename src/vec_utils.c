@@ -647,7 +647,7 @@ vec_lower_bound(const VecQuery *query, float code_distance, const VecNodeHeader 
 	{
 		case VEC_METRIC_L2:
 			slack = node->error;
-			magnitude = Abs(code_distance) + node->error;
+			magnitude = fabsf(code_distance) + node->error;
 			break;
 		case VEC_METRIC_IP:
 			slack = (double) query->qnorm * node->error;
