@@ -97,8 +97,14 @@ SELECT (SELECT count(*) FROM geo_other_am
      = (SELECT count(*) FROM geo_postgis
         WHERE archer_dwithin(geom, 'SRID=4326;POINT(2.35 48.85)'::geometry, 300000)) AS dwithin_ok;
 SET enable_bitmapscan = off;
-EXPLAIN (COSTS OFF) SELECT id FROM geo_other_am
-WHERE archer_within(geom, 'SRID=4326;POLYGON((-5 42,8 42,8 51,-5 51,-5 42))'::geometry);
+-- (the plan's lines tested one by one: from 18 on EXPLAIN adds "Disabled:
+-- true" to the sequential scan that enable_seqscan = off leaves as the
+-- only way)
+SELECT plan_matches(q, '^Seq Scan on geo_other_am') AS seq_scan,
+       plan_matches(q, '^ +Filter: archer_within\(geom,') AS archer_within_filter,
+       plan_matches(q, 'Index') AS an_index
+FROM (VALUES ($$SELECT id FROM geo_other_am
+WHERE archer_within(geom, 'SRID=4326;POLYGON((-5 42,8 42,8 51,-5 51,-5 42))'::geometry)$$)) v(q);
 SELECT count(*) > 0 AS found FROM geo_other_am
 WHERE archer_within(geom, 'SRID=4326;POLYGON((-5 42,8 42,8 51,-5 51,-5 42))'::geometry)
 HAVING count(*) = (SELECT count(*) FROM geo_postgis

@@ -116,7 +116,9 @@ BEGIN
         IF r.mismatches <> 0 OR NOT r.used_index THEN
             INSERT INTO geo_rand_failures VALUES ('point polygon', q, r.n_rows, r.mismatches, r.used_index);
         END IF;
-        CONTINUE WHEN NOT ST_IsValid(ring_wkt(ring)::geometry);
+        -- (ST_IsValidDetail: no NOTICE naming where GEOS found a
+        -- self-intersection, a point that differs between GEOS versions)
+        CONTINUE WHEN NOT (ST_IsValidDetail(ring_wkt(ring)::geometry)).valid;
         q := format('SELECT id FROM geo_rand_postgis WHERE archer_within(geom, %L::geometry)', ring_wkt(ring));
         SELECT * INTO r FROM index_vs_seq(q);
         IF r.mismatches <> 0 OR NOT r.used_index THEN

@@ -22,7 +22,8 @@ CREATE INDEX vec_items_l2 ON vec_items USING archer_vector (v);
 CREATE INDEX vec_items_a ON vec_items USING archer_vector (a);
 
 SET enable_seqscan = off;
-EXPLAIN (COSTS OFF) SELECT id FROM vec_items ORDER BY v <-> (SELECT v FROM vec_queries WHERE qid = 1) LIMIT 10;
+-- (a constant query vector: a subquery's InitPlan prints differently from 17 on)
+EXPLAIN (COSTS OFF) SELECT id FROM vec_items ORDER BY v <-> '[1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1]' LIMIT 10;
 EXPLAIN (COSTS OFF) SELECT id FROM vec_items WHERE label = 3 ORDER BY a <-> '{1,2,3}'::real[] LIMIT 10;
 RESET enable_seqscan;
 

@@ -244,9 +244,12 @@ SELECT a.id, b.id FROM vec_cmp a JOIN vec_cmp b ON a.v = b.v AND a.id < b.id ORD
 CREATE UNIQUE INDEX vec_cmp_unique ON vec_cmp (v) WHERE id > 3;
 INSERT INTO vec_cmp VALUES (9, '[1,2,0]');
 CREATE INDEX vec_cmp_hash ON vec_cmp USING hash (v);
+-- (no bitmap scan either: 18 prefers one here)
 SET enable_seqscan = off;
+SET enable_bitmapscan = off;
 EXPLAIN (COSTS OFF) SELECT id FROM vec_cmp WHERE v = '[1,2]';
 SELECT id FROM vec_cmp WHERE v = '[1,2]' ORDER BY id;
+RESET enable_bitmapscan;
 RESET enable_seqscan;
 
 -- no function of ours takes one of pgvector's names

@@ -61,7 +61,7 @@ archer_index_stats(PG_FUNCTION_ARGS)
 	 * pg_read_all_stats; checked before the lock, so that a role cannot
 	 * queue behind someone else's DDL on the index.
 	 */
-	if (!pg_class_ownercheck(indexoid, GetUserId()) &&
+	if (!object_ownercheck(RelationRelationId, indexoid, GetUserId()) &&
 		!has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS))
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),

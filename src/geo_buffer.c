@@ -50,7 +50,7 @@
 typedef struct GeoPending
 {
 	Oid			indexoid;
-	RelFileNode node;			/* a new relfilenode (TRUNCATE, REINDEX) drops them */
+	RelFileLocator node;		/* a new relfilenode (TRUNCATE, REINDEX) drops them */
 	int			nentries;
 	GeoLeafEntry entries[GEO_LEAF_CAPACITY];
 	SubTransactionId subxids[GEO_LEAF_CAPACITY];
@@ -171,7 +171,7 @@ flush_all_pending(bool may_merge)
 			pending->nentries = 0;
 			continue;
 		}
-		if (RelFileNodeEquals(index->rd_node, pending->node))
+		if (RelFileLocatorEquals(index->rd_locator, pending->node))
 			flush_pending(index, pending, may_merge);
 		pending->nentries = 0;
 		relation_close(index, RowExclusiveLock);
@@ -212,15 +212,15 @@ geo_buffer_add(Relation index, const GeoLeafEntry *entry)
 												ALLOCSET_DEFAULT_SIZES);
 		pending = MemoryContextAllocZero(pending_cxt, sizeof(GeoPending));
 		pending->indexoid = RelationGetRelid(index);
-		pending->node = index->rd_node;
+		pending->node = index->rd_locator;
 		oldcxt = MemoryContextSwitchTo(pending_cxt);
 		pending_lists = lappend(pending_lists, pending);
 		MemoryContextSwitchTo(oldcxt);
 	}
-	if (!RelFileNodeEquals(index->rd_node, pending->node))
+	if (!RelFileLocatorEquals(index->rd_locator, pending->node))
 	{
 		pending->nentries = 0;
-		pending->node = index->rd_node;
+		pending->node = index->rd_locator;
 	}
 	pending->entries[pending->nentries] = *entry;
 	pending->subxids[pending->nentries] = GetCurrentSubTransactionId();
@@ -234,7 +234,7 @@ geo_buffer_flush_pending(Relation index)
 {
 	GeoPending *pending = find_pending(RelationGetRelid(index));
 
-	if (pending != NULL && pending->nentries > 0 && RelFileNodeEquals(index->rd_node, pending->node))
+	if (pending != NULL && pending->nentries > 0 && RelFileLocatorEquals(index->rd_locator, pending->node))
 		flush_pending(index, pending, false);
 }
 

@@ -347,12 +347,12 @@ write_tree(Relation index, GeoBuildState *buildstate, int fillfactor, uint16 *ro
 		level_init(&parent, index, writer.level + 1, internal_fill);
 		for (int i = 0; i < writer.ndownlinks; i++)
 		{
-			GeoLeafEntry key = {0};
+			GeoLeafEntry separator = {0};
 
 			CHECK_FOR_INTERRUPTS();
-			key.cellid = writer.downlinks[i].cellid;
-			key.tid = writer.downlinks[i].tid;
-			level_add(&parent, &key, writer.downlinks[i].child, &next_blkno);
+			separator.cellid = writer.downlinks[i].cellid;
+			separator.tid = writer.downlinks[i].tid;
+			level_add(&parent, &separator, writer.downlinks[i].child, &next_blkno);
 		}
 		level_flush(&parent, NULL, InvalidBlockNumber);
 		pfree(writer.downlinks);

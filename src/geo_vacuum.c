@@ -140,7 +140,7 @@ geo_bulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 			break;
 		for (; blkno < nblocks; blkno++)
 		{
-			vacuum_delay_point();
+			vacuum_delay_point(false);
 			stats->num_index_tuples += vacuum_leaf(info, blkno, stats, callback, callback_state);
 		}
 	}
@@ -169,7 +169,7 @@ geo_vacuumcleanup(IndexVacuumInfo *info, IndexBulkDeleteResult *stats)
 			Buffer		buf;
 			Page		page;
 
-			vacuum_delay_point();
+			vacuum_delay_point(false);
 			buf = ReadBufferExtended(index, MAIN_FORKNUM, blkno, RBM_NORMAL, info->strategy);
 			LockBuffer(buf, BUFFER_LOCK_SHARE);
 			page = BufferGetPage(buf);

@@ -29,7 +29,6 @@
 #include "access/xloginsert.h"
 #include "miscadmin.h"
 #include "pgstat.h"
-#include "storage/buf_internals.h"
 #include "storage/indexfsm.h"
 #include "storage/lmgr.h"
 #include "utils/rel.h"
@@ -212,7 +211,7 @@ archer_read_buffer_recent(Relation index, BlockNumber blkno, ArcherRecentBuffers
 	if (recent == NULL)
 		return ReadBuffer(index, blkno);
 	if (blkno < recent->nblocks && BufferIsValid(recent->buffers[blkno]) &&
-		ReadRecentBuffer(index->rd_node, MAIN_FORKNUM, blkno, recent->buffers[blkno]))
+		ReadRecentBuffer(index->rd_locator, MAIN_FORKNUM, blkno, recent->buffers[blkno]))
 	{
 		pgstat_count_buffer_read(index);
 		pgstat_count_buffer_hit(index);
@@ -381,7 +380,7 @@ archer_write_init_fork_page(Relation index, BlockNumber blkno, Page page)
 {
 	PageSetChecksumInplace(page, blkno);
 	smgrextend(RelationGetSmgr(index), INIT_FORKNUM, blkno, page, true);
-	log_newpage(&(RelationGetSmgr(index))->smgr_rnode.node, INIT_FORKNUM, blkno, page, true);
+	log_newpage(&index->rd_locator, INIT_FORKNUM, blkno, page, true);
 }
 
 /*
@@ -443,7 +442,7 @@ void
 archer_check_index_owner(Oid indexoid)
 {
 	archer_check_is_index(indexoid);
-	if (!pg_class_ownercheck(indexoid, GetUserId()))
+	if (!object_ownercheck(RelationRelationId, indexoid, GetUserId()))
 		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_INDEX, get_rel_name(indexoid));
 }
 
@@ -537,29 +536,26 @@ archer_validate_opclass(Oid opclassoid, const char *amname, int nstrategies,
 }
 
 /*
- * The buffer pool's slot of a block, or -1 when it is not there.  Looked up
- * under its mapping partition's lock but not pinned: the callers only ask
- * the CPU to load memory.  If the buffer is evicted meanwhile the hint is
- * merely useless (every address read or prefetched stays inside the buffer
- * pool), and the real read pins and checks as always.
+ * The address in the buffer pool of a block of rel, or NULL when it is not
+ * there (or rel is a temporary relation, in local buffers).  The block is
+ * not pinned: the callers only ask the CPU to load memory.  If the buffer
+ * is evicted meanwhile the hint is merely useless (every address prefetched
+ * lies inside the buffer pool), and the real read pins and checks as
+ * always.  PrefetchBuffer is the buffer manager's public lookup; for a
+ * block not in the pool it also asks the kernel to start reading it,
+ * which the caller's read of that block soon after can only gain from.
  */
-static int
-unpinned_buffer_id(Relation rel, BlockNumber blkno)
+static char *
+cached_block(Relation rel, BlockNumber blkno)
 {
-	BufferTag	tag;
-	uint32		hash;
-	LWLock	   *partition;
-	int			buf_id;
+	PrefetchBufferResult result;
 
 	if (RelationUsesLocalBuffers(rel))
-		return -1;
-	INIT_BUFFERTAG(tag, rel->rd_node, MAIN_FORKNUM, blkno);
-	hash = BufTableHashCode(&tag);
-	partition = BufMappingPartitionLock(hash);
-	LWLockAcquire(partition, LW_SHARED);
-	buf_id = BufTableLookup(&tag, hash);
-	LWLockRelease(partition);
-	return buf_id;
+		return NULL;
+	result = PrefetchBuffer(rel, MAIN_FORKNUM, blkno);
+	if (!BufferIsValid(result.recent_buffer))
+		return NULL;
+	return (char *) BufferGetBlock(result.recent_buffer);
 }
 
 /*
@@ -574,19 +570,15 @@ unpinned_buffer_id(Relation rel, BlockNumber blkno)
 char *
 archer_prefetch_heap_tuple(IndexScanDesc scan, ItemPointer tid)
 {
-	int			buf_id;
 	char	   *page;
 
 	if (scan->heapRelation == NULL ||
 		ItemPointerGetOffsetNumberNoCheck(tid) < FirstOffsetNumber ||
 		ItemPointerGetOffsetNumberNoCheck(tid) > MaxHeapTuplesPerPage)
 		return NULL;
-	buf_id = unpinned_buffer_id(scan->heapRelation, ItemPointerGetBlockNumberNoCheck(tid));
-	if (buf_id < 0)
+	page = cached_block(scan->heapRelation, ItemPointerGetBlockNumberNoCheck(tid));
+	if (page == NULL)
 		return NULL;
-	/* the fetch pins the buffer: a compare-and-swap on its descriptor */
-	__builtin_prefetch(GetBufferDescriptor(buf_id), 1);
-	page = (char *) BufferGetBlock(buf_id + 1);
 	__builtin_prefetch(page);
 	__builtin_prefetch(page + SizeOfPageHeaderData +
 					   (ItemPointerGetOffsetNumberNoCheck(tid) - 1) * sizeof(ItemIdData));
@@ -596,19 +588,16 @@ archer_prefetch_heap_tuple(IndexScanDesc scan, ItemPointer tid)
 /*
  * Ask the CPU to load a whole page of an index, one the caller will read
  * next: a scan that walks leaves in order reads each from memory, and the
- * hardware follows a stream only within a page.  (Only a page already in
- * the buffer pool: this is about memory, not disk.)
+ * hardware follows a stream only within a page.  (A page not in the
+ * buffer pool is only asked of the kernel, as cached_block says.)
  */
 void
 archer_prefetch_page(Relation index, BlockNumber blkno)
 {
-	int			buf_id = unpinned_buffer_id(index, blkno);
-	char	   *page;
+	char	   *page = cached_block(index, blkno);
 
-	if (buf_id < 0)
+	if (page == NULL)
 		return;
-	__builtin_prefetch(GetBufferDescriptor(buf_id), 1);
-	page = (char *) BufferGetBlock(buf_id + 1);
 	for (int offset = 0; offset < BLCKSZ; offset += ARCHER_CPU_CACHE_LINE)
 		__builtin_prefetch(page + offset);
 }

@@ -44,6 +44,8 @@
 #include "storage/itemptr.h"
 #include "utils/rel.h"
 
+#include "compat.h"
+
 #define ARCHER_META_BLKNO		0
 #define ARCHER_MAGIC			0xA4C3E401
 #define ARCHER_PAGE_VERSION		3
@@ -173,8 +175,8 @@ extern Buffer archer_read_buffer_recent(Relation index, BlockNumber blkno,
 										ArcherRecentBuffers *recent);
 extern Buffer archer_buffer_for_block(Relation index, BlockNumber blkno);
 extern Buffer archer_new_buffer(Relation index);
-extern void archer_corrupted(Relation index, BlockNumber blkno,
-							 const char *detail) pg_attribute_noreturn();
+pg_noreturn extern void archer_corrupted(Relation index, BlockNumber blkno,
+										 const char *detail);
 extern void archer_write_new_page(Relation index, BlockNumber expected, Page page);
 extern void archer_log_all_pages(Relation index);
 extern void archer_set_empty_itup(IndexScanDesc scan);

@@ -161,12 +161,16 @@ vec_index_columns(Relation index, VecIndexInfo *info)
 		Oid			type = index->rd_opcintype[i];
 		bool		integer = type == INT2OID || type == INT4OID || type == INT8OID;
 
+		/*
+		 * (the type schema-qualified: from 17 on CREATE INDEX runs with
+		 * search_path = pg_catalog, so the name would depend on the version)
+		 */
 		if (integer != (i > 0))
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 					 errmsg("archer_vector indexes one vector column followed by integer filter columns"),
 					 errdetail("Column %d of index \"%s\" is of type %s.", i + 1,
-							   RelationGetRelationName(index), format_type_be(type))));
+							   RelationGetRelationName(index), format_type_be_qualified(type))));
 	}
 	if (ncolumns - 1 > VEC_MAX_FILTERS)
 		ereport(ERROR,
@@ -779,7 +783,7 @@ vec_lower_bound(const VecQuery *query, float code_distance, const VecNodeHeader 
 	{
 		case VEC_METRIC_L2:
 			slack = node->error;
-			magnitude = Abs(code_distance) + node->error;
+			magnitude = fabsf(code_distance) + node->error;
 			break;
 		case VEC_METRIC_IP:
 			if (code_distance <= -FLT_MAX)

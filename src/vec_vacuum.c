@@ -69,7 +69,7 @@ mark_deleted(Relation index, const VecIndexInfo *info, IndexVacuumInfo *vinfo,
 		Page		page;
 		GenericXLogState *state = NULL;
 
-		vacuum_delay_point();
+		vacuum_delay_point(false);
 		buf = ReadBufferExtended(index, MAIN_FORKNUM, blkno, RBM_NORMAL, vinfo->strategy);
 		LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
 		page = BufferGetPage(buf);
@@ -290,7 +290,7 @@ repair_graph(Relation index, const VecIndexInfo *info, IndexVacuumInfo *vinfo,
 		Page		page;
 		OffsetNumber maxoff;
 
-		vacuum_delay_point();
+		vacuum_delay_point(false);
 		buf = ReadBufferExtended(index, MAIN_FORKNUM, blkno, RBM_NORMAL, vinfo->strategy);
 		LockBuffer(buf, BUFFER_LOCK_SHARE);
 		page = BufferGetPage(buf);
@@ -355,7 +355,7 @@ repair_graph(Relation index, const VecIndexInfo *info, IndexVacuumInfo *vinfo,
 
 	for (int i = 0; i < nreusable; i++)
 	{
-		vacuum_delay_point();
+		vacuum_delay_point(false);
 		mark_unlinked(index, info, vinfo, reusable_blocks[i]);
 	}
 	IndexFreeSpaceMapVacuum(index);

@@ -77,12 +77,15 @@ CREATE INDEX crash_deep_archer ON crash_deep USING archer_geo (p) WITH (fillfact
 my %batches = (0 => { table => 'crash', expected => 10000 });
 
 # The fixed query set, run through the index and by sequential scan.
+# (ORDER BY id + 0, not id: from PostgreSQL 16 on an aggregate's ORDER BY id
+# makes a full scan of the primary key a candidate, which enable_seqscan =
+# off then prefers to the archer index for the large regions)
 my @queries = (
-	[ whole_sphere => "SELECT count(*) || ':' || md5(string_agg(id::text, ',' ORDER BY id)) FROM %t WHERE archer_dwithin(p, point(0, 0), 20100000)" ],
-	[ paris => "SELECT string_agg(id::text, ',' ORDER BY id) FROM %t WHERE archer_dwithin(p, point(2.35, 48.85), 80000)" ],
-	[ big_radius => "SELECT count(*) || ':' || md5(string_agg(id::text, ',' ORDER BY id)) FROM %t WHERE p <@ archer_cap(point(-60, -20), 3000000)" ],
-	[ polygon => "SELECT string_agg(id::text, ',' ORDER BY id) FROM %t WHERE archer_within(p, '((1.5,48),(3.5,48),(3.5,49.7),(1.5,49.7))'::polygon)" ],
-	[ polygon_antimeridian => "SELECT count(*) || ':' || md5(string_agg(id::text, ',' ORDER BY id)) FROM %t WHERE p <@@ '((170,-30),(-170,-30),(-170,10),(170,10))'::polygon" ],
+	[ whole_sphere => "SELECT count(*) || ':' || md5(string_agg(id::text, ',' ORDER BY id + 0)) FROM %t WHERE archer_dwithin(p, point(0, 0), 20100000)" ],
+	[ paris => "SELECT string_agg(id::text, ',' ORDER BY id + 0) FROM %t WHERE archer_dwithin(p, point(2.35, 48.85), 80000)" ],
+	[ big_radius => "SELECT count(*) || ':' || md5(string_agg(id::text, ',' ORDER BY id + 0)) FROM %t WHERE p <@ archer_cap(point(-60, -20), 3000000)" ],
+	[ polygon => "SELECT string_agg(id::text, ',' ORDER BY id + 0) FROM %t WHERE archer_within(p, '((1.5,48),(3.5,48),(3.5,49.7),(1.5,49.7))'::polygon)" ],
+	[ polygon_antimeridian => "SELECT count(*) || ':' || md5(string_agg(id::text, ',' ORDER BY id + 0)) FROM %t WHERE p <@@ '((170,-30),(-170,-30),(-170,10),(170,10))'::polygon" ],
 	[ knn_paris => "SELECT string_agg(id::text, ',' ORDER BY d, id) FROM (SELECT id, p <-> point(2.35, 48.85) AS d FROM %t ORDER BY p <-> point(2.35, 48.85) LIMIT 300) s" ],
 	[ knn_all => "SELECT count(*) || ':' || count(d) FROM (SELECT p <-> point(100, -45) AS d FROM %t ORDER BY p <-> point(100, -45)) s" ],
 );
