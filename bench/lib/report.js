@@ -221,7 +221,7 @@ if (by('polygon').length) {
 if (by('polygon_cold').length) {
 	line('## Polygons: the first query of a fresh backend');
 	line();
-	line('One new connection per country and participant (PostGIS\'s library loaded untimed first), the query run once: catalog caches, archer\'s region cache and PostGIS\'s cached prepared geometries are cold, shared buffers warm. Median over the passes; the same id-returning form as above.');
+	line(`One new connection per country and participant (PostGIS's library loaded untimed first), the query run once: catalog caches, archer's region cache and PostGIS's cached prepared geometries are cold, shared buffers warm. Median over ${big(Math.max(...by('polygon_cold').map((p) => p.m.passes)))} pass(es); the same id-returning form as above.`);
 	line();
 	line('Geography:');
 	line();
@@ -233,7 +233,7 @@ if (by('polygon_cold').length) {
 if (by('polygon_count').length) {
 	line('## Polygons: count(*) (a second table, not the headline)');
 	line();
-	line('`SELECT count(*)` over the same queries: no column of the table is needed, so archer answers by an index-only scan of an all-visible table (no heap access) while GiST, whose index holds no exact point, fetches every row; the subdivided joins need the ids for DISTINCT. Not what a query returning rows pays: see the table above.');
+	line('`SELECT count(*)` over the same queries: no column of the table is needed, so archer answers by an index-only scan of an all-visible table (no heap access) while GiST, whose index holds no exact point, fetches every row; the subdivided joins need the ids for DISTINCT. Not what a query returning rows pays: see the table above. One timed pass after a warm-up.');
 	line();
 	line('Geography:');
 	line();
