@@ -14,6 +14,10 @@
 #   psql_run ARGS...        psql as user postgres, ON_ERROR_STOP, quiet, no psqlrc
 #   free_port START         first port >= START with no socket/lock in use
 
+# PostgreSQL's binaries: PGBIN, else PG_CONFIG's bindir, else the system's 15
+if [ -z "${PGBIN:-}" ] && [ -n "${PG_CONFIG:-}" ]; then
+	PGBIN=$("$PG_CONFIG" --bindir)
+fi
 PGBIN=${PGBIN:-/usr/lib/postgresql/15/bin}
 _T0=${_T0:-$(date +%s)}
 

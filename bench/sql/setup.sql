@@ -21,7 +21,8 @@ CREATE TABLE bench_result (
 CREATE TABLE bench_mismatch (
 	qset	text, i int, label text, participant text, reference text,
 	n bigint, ref_n bigint, hash text, ref_hash text, note text,
-	params text				-- the query's parameters, to reproduce it
+	params text,			-- the query's parameters, to reproduce it
+	fatal	boolean NOT NULL DEFAULT true	-- false: an inexact participant's (reported, not failing)
 );
 
 ------------------------------------------------------------------------------
@@ -45,6 +46,26 @@ FROM jsonb_array_elements(pg_read_file(:'datadir' || '/countries.geo.json')::jso
 ALTER TABLE countries ADD COLUMN geog geography(MultiPolygon, 4326);
 UPDATE countries SET geog = geom::geography;
 ALTER TABLE countries ADD PRIMARY KEY (a3);
+
+-- The practice PostGIS's documentation gives for large polygons: cut them
+-- with ST_Subdivide (default at most 256 vertices a piece) into a table,
+-- join the points with ST_Intersects on the pieces and keep DISTINCT ids.
+-- Each piece's bounding box is small, so GiST returns few false candidates
+-- and the exact test runs against a small polygon. Planar cuts are exact
+-- for geometry. For geography there is no geodesic ST_Subdivide: the
+-- pieces of the geometry are cast to geography (the documented recipe also
+-- segmentizes on the spheroid first, for long edges; these are at most
+-- about 10 km, and segmentized countries can self-intersect in the plane,
+-- which ST_Subdivide rejects). Cut edges read as geodesics do not tile the
+-- country exactly, so that participant is marked inexact and its
+-- differing answers are reported, not failed.
+CREATE TABLE countries_sub_geom AS
+SELECT a3, ST_Subdivide(geom)::geometry(Polygon, 4326) AS geom FROM countries;
+CREATE INDEX ON countries_sub_geom (a3);
+CREATE TABLE countries_sub_geog AS
+SELECT a3, ST_Subdivide(geom)::geography(Polygon, 4326) AS geog FROM countries;
+CREATE INDEX ON countries_sub_geog (a3);
+ANALYZE countries_sub_geom, countries_sub_geog;
 
 ------------------------------------------------------------------------------
 -- the indexed tables: geo_a carries the archer indexes, geo_p the PostGIS
@@ -149,6 +170,7 @@ CREATE TABLE bench_participant (
 	reference text,
 	index_name text NOT NULL,		-- the index the plan must use
 	ids_sql	text NOT NULL,
+	exact	boolean NOT NULL DEFAULT true,	-- false: answers may differ from the reference
 	PRIMARY KEY (qkind, participant)
 );
 
@@ -187,30 +209,32 @@ BEGIN
 	END IF;
 END $$;
 
--- For each participant, two functions with the query as *static* SQL, so
+-- For each participant, functions with the query as *static* SQL, so
 -- PL/pgSQL prepares it once and re-executes it with new parameters: the
--- same plan caching (custom plans, then maybe a generic one) as a client's
--- prepared statement, without client round trips in the measurement.
---   bench_t_<kind>_<participant>(qset, first_pass, last_pass): pass 0 is
---       the warm-up; per execution the elapsed clock_timestamp() time and
---       the row count
+-- same plan cache as a client's prepared statement (which plan it uses is
+-- set by plan_cache_mode, see bench_time_set), without client round trips
+-- in the measurement.
+--   bench_t_<kind>_<participant>(qset, first_pass, last_pass [, only_i]):
+--       pass 0 is the warm-up; per execution the elapsed clock_timestamp()
+--       time and the row count. Every kind fetches its answer rows' ids,
+--       count(s.id): what a user's query returning ids pays, heap access
+--       included (an index-only scan cannot answer it)
+--   bench_tc_polygon_<participant>(...): the same with count(*), which an
+--       index-only scan on an all-visible table can answer without the
+--       heap: a second, labelled table in the report, never the headline
 --   bench_h_<kind>_<participant>(qset): per execution the md5 of the sorted
 --       answer ids (untimed)
--- What a timed execution computes over the answer rows: polygons are
--- counted with count(*), the form the issue measures (a query that needs no
--- column of the table: an index-only scan can answer it); radius and kNN
--- queries fetch their rows' ids.
-CREATE FUNCTION bench_count_expr(p_kind text) RETURNS text LANGUAGE sql IMMUTABLE AS $$
-	SELECT CASE WHEN p_kind = 'polygon' THEN 'count(*)' ELSE 'count(s.id)' END
-$$;
-
+-- only_i: run only that query of the set (the cold, fresh-backend runs)
 CREATE FUNCTION bench_make_drivers() RETURNS void LANGUAGE plpgsql AS $mk$
 DECLARE
 	p bench_participant;
+	d record;
 BEGIN
 	FOR p IN SELECT * FROM bench_participant LOOP
-		EXECUTE format($f$
-CREATE OR REPLACE FUNCTION %I(p_qset text, p_first_pass int, p_last_pass int,
+		FOR d IN SELECT * FROM (VALUES ('bench_t_', 'count(s.id)'), ('bench_tc_', 'count(*)')) v(prefix, expr)
+				 WHERE v.prefix = 'bench_t_' OR p.qkind = 'polygon' LOOP
+			EXECUTE format($f$
+CREATE OR REPLACE FUNCTION %I(p_qset text, p_first_pass int, p_last_pass int, p_only_i int DEFAULT NULL,
 	OUT o_pass int, OUT o_i int, OUT o_secs float8, OUT o_n bigint)
 RETURNS SETOF record LANGUAGE plpgsql AS $body$
 DECLARE
@@ -218,7 +242,7 @@ DECLARE
 	t0 timestamptz;
 BEGIN
 	FOR pass IN p_first_pass..p_last_pass LOOP
-		FOR q IN SELECT * FROM bench_q WHERE qset = p_qset ORDER BY i LOOP
+		FOR q IN SELECT * FROM bench_q WHERE qset = p_qset AND (p_only_i IS NULL OR i = p_only_i) ORDER BY i LOOP
 			t0 := clock_timestamp();
 			SELECT %s INTO o_n FROM (%s) s;
 			o_secs := extract(epoch FROM clock_timestamp() - t0);
@@ -227,8 +251,8 @@ BEGIN
 			RETURN NEXT;
 		END LOOP;
 	END LOOP;
-END $body$ $f$, 'bench_t_' || p.qkind || '_' || p.participant,
-			bench_count_expr(p.qkind), p.ids_sql);
+END $body$ $f$, d.prefix || p.qkind || '_' || p.participant, d.expr, p.ids_sql);
+		END LOOP;
 
 		EXECUTE format($f$
 CREATE OR REPLACE FUNCTION %I(p_qset text, OUT o_i int, OUT o_hash text, OUT o_n bigint)
@@ -248,8 +272,11 @@ END $mk$;
 
 -- The plans of one participant's query for the first row of a query set,
 -- as the server would run it prepared: the custom plan (parameters known)
--- and the generic one (what a prepared statement may switch to after five
--- executions). Returns the names of the indexes each plan uses.
+-- and the generic one (what the timed runs use, see bench_time_set).
+-- Returns the names of the indexes each plan uses, one planning's time,
+-- and what plan_cache_mode = auto (PostgreSQL's default) does with the
+-- statement: its generic and custom plans over eight executions
+-- (pg_prepared_statements); custom plans mean planning at every execution.
 CREATE FUNCTION bench_plan_indexes(j json) RETURNS text[] LANGUAGE sql AS $$
 	SELECT coalesce(array_agg(DISTINCT m[1]), '{}')
 	FROM regexp_matches(j::text, '"Index Name": "([^"]+)"', 'g') m
@@ -262,23 +289,27 @@ $$;
 
 CREATE FUNCTION bench_check_plans(p_kind text, p_qset text)
 RETURNS TABLE (participant text, index_name text, custom_ok boolean, generic_ok boolean,
-			   custom_plan text, generic_plan text)
+			   custom_plan text, generic_plan text, custom_planning_ms float8,
+			   auto_generic_plans bigint, auto_custom_plans bigint)
 LANGUAGE plpgsql AS $$
 DECLARE
 	p bench_participant;
 	q bench_q;
 	sql text;
 	args text;
+	prep text;
 	j json;
 	t text;
+	n bigint;
 BEGIN
 	SELECT * INTO q FROM bench_q b WHERE b.qset = p_qset ORDER BY b.i LIMIT 1;
-	args := format('%L::geography, %L::geometry, %L::float8, %L::int, %L::geometry, %L::geometry, %L::geography, %L::geometry, %L::uuid',
-				   q.geog, q.geom, q.r, q.k, q.env1, q.env2, q.region_geog, q.region_geom, q.uid);
+	args := format('%L::geography, %L::geometry, %L::float8, %L::int, %L::geometry, %L::geometry, %L::geography, %L::geometry, %L::uuid, %L::text',
+				   q.geog, q.geom, q.r, q.k, q.env1, q.env2, q.region_geog, q.region_geom, q.uid, q.label);
 	FOR p IN SELECT * FROM bench_participant b WHERE b.qkind = p_kind ORDER BY b.participant LOOP
 		-- the longer names first: q.r is a prefix of q.region_geog
 		sql := replace(p.ids_sql, 'q.region_geog', '$7');
 		sql := replace(sql, 'q.region_geom', '$8');
+		sql := replace(sql, 'q.label', '$10');
 		sql := replace(sql, 'q.geog', '$1');
 		sql := replace(sql, 'q.geom', '$2');
 		sql := replace(sql, 'q.r', '$3');
@@ -286,8 +317,9 @@ BEGIN
 		sql := replace(sql, 'q.env1', '$5');
 		sql := replace(sql, 'q.env2', '$6');
 		sql := replace(sql, 'q.uid', '$9');
-		EXECUTE 'PREPARE bench_plan(geography, geometry, float8, int, geometry, geometry, geography, geometry, uuid) AS '
-			|| 'SELECT ' || bench_count_expr(p.qkind) || ' FROM (' || sql || ') s';
+		prep := 'PREPARE bench_plan(geography, geometry, float8, int, geometry, geometry, geography, geometry, uuid, text) AS '
+			|| 'SELECT count(s.id) FROM (' || sql || ') s';
+		EXECUTE prep;
 		participant := p.participant;
 		index_name := p.index_name;
 		SET LOCAL plan_cache_mode = force_custom_plan;
@@ -297,6 +329,8 @@ BEGIN
 		FOR t IN EXECUTE 'EXPLAIN (COSTS OFF) EXECUTE bench_plan(' || args || ')' LOOP
 			custom_plan := custom_plan || bench_short_plan_line(t) || E'\n';
 		END LOOP;
+		EXECUTE 'EXPLAIN (SUMMARY, FORMAT JSON, COSTS OFF) EXECUTE bench_plan(' || args || ')' INTO j;
+		custom_planning_ms := (j->0->>'Planning Time')::float8;
 		SET LOCAL plan_cache_mode = force_generic_plan;
 		EXECUTE 'EXPLAIN (FORMAT JSON, COSTS OFF) EXECUTE bench_plan(' || args || ')' INTO j;
 		generic_ok := p.index_name = ANY (bench_plan_indexes(j));
@@ -304,7 +338,15 @@ BEGIN
 		FOR t IN EXECUTE 'EXPLAIN (COSTS OFF) EXECUTE bench_plan(' || args || ')' LOOP
 			generic_plan := generic_plan || bench_short_plan_line(t) || E'\n';
 		END LOOP;
+		DEALLOCATE bench_plan;
+		-- a fresh statement under auto, executed as an application would
 		SET LOCAL plan_cache_mode = auto;
+		EXECUTE prep;
+		FOR e IN 1..8 LOOP
+			EXECUTE 'EXECUTE bench_plan(' || args || ')' INTO n;
+		END LOOP;
+		SELECT ps.generic_plans, ps.custom_plans INTO auto_generic_plans, auto_custom_plans
+		FROM pg_prepared_statements ps WHERE ps.name = 'bench_plan';
 		DEALLOCATE bench_plan;
 		RETURN NEXT;
 	END LOOP;
@@ -312,27 +354,28 @@ END $$;
 
 -- Runs and checks every participant of one query set:
 --   1. answers: each participant's per-query md5 against its reference's;
---      a difference goes to bench_mismatch (bench/run then exits non-zero)
---   2. timing: a warm-up pass of every participant, then p_passes timed
---      passes, the participants taking turns within each pass (this host
---      has slow spells of a minute or more, which then fall on every
---      participant instead of on one); per pass queries/s, pooled p50/p99
---      latency, the median pass's queries/s
+--      a difference goes to bench_mismatch (bench/run then exits non-zero,
+--      unless the participant is marked inexact)
+--   2. timing (bench_time_set) with generic plans for every participant:
+--      no execution pays planning, as with a prepared statement once
+--      PostgreSQL has settled on its generic plan. Radius sets are timed a
+--      second time with custom plans, every execution planned for every
+--      participant (an unprepared query, or auto staying on custom plans).
+--      Polygon sets are timed a second time in the count(*) form, with one
+--      timed pass after the warm-up: a secondary table, and a pass of GiST
+--      on geography over the seven countries takes minutes in a full run.
 CREATE FUNCTION bench_query_set(p_kind text, p_qset text, p_passes int)
 RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
 	p bench_participant;
-	nq int;
 	pl record;
 BEGIN
-	SELECT count(*) INTO nq FROM bench_q WHERE qset = p_qset;
-
 	FOR pl IN SELECT * FROM bench_check_plans(p_kind, p_qset) LOOP
 		INSERT INTO bench_result (phase, name, participant, m)
 		VALUES ('plan', p_qset, pl.participant, to_jsonb(pl));
-		IF NOT pl.custom_ok THEN
+		IF NOT pl.custom_ok OR NOT pl.generic_ok THEN
 			RAISE WARNING 'plan of % / % does not use %:%', p_qset, pl.participant,
-				pl.index_name, E'\n' || pl.custom_plan;
+				pl.index_name, E'\n' || CASE WHEN pl.custom_ok THEN pl.generic_plan ELSE pl.custom_plan END;
 		END IF;
 	END LOOP;
 
@@ -343,36 +386,64 @@ BEGIN
 					   p.participant, 'bench_h_' || p.qkind || '_' || p.participant, p_qset);
 	END LOOP;
 	INSERT INTO bench_mismatch
-	SELECT p_qset, a.i, bq.label, a.participant, bp.reference, a.n, r.n, a.hash, r.hash, NULL,
+	SELECT p_qset, a.i, bq.label, a.participant, bp.reference, a.n, r.n, a.hash, r.hash,
+		   CASE WHEN NOT bp.exact THEN 'inexact formulation: reported, not failed' END,
 		   concat_ws(', ', 'center ' || ST_AsText(bq.geom), 'r ' || bq.r, 'k ' || bq.k,
 					 CASE WHEN bq.region_geom IS NOT NULL THEN 'region countries.a3 = ' || bq.label END,
-					 'uid ' || bq.uid)
+					 'uid ' || bq.uid),
+		   bp.exact
 	FROM bench_participant bp
 	JOIN bench_hash a ON a.participant = bp.participant
 	JOIN bench_hash r ON r.participant = bp.reference AND r.i = a.i
 	JOIN bench_q bq ON bq.qset = p_qset AND bq.i = a.i
 	WHERE bp.qkind = p_kind AND a.hash IS DISTINCT FROM r.hash;
 
+	PERFORM bench_time_set(p_kind, p_qset, p_passes, 'bench_t_', 'force_generic_plan', 'query');
+	IF p_kind = 'radius' THEN
+		PERFORM bench_time_set(p_kind, p_qset, p_passes, 'bench_t_', 'force_custom_plan', 'query_custom');
+	ELSIF p_kind = 'polygon' THEN
+		PERFORM bench_time_set(p_kind, p_qset, 1, 'bench_tc_', 'force_generic_plan', 'query_count');
+	END IF;
+END $$;
+
+-- Times one query set: a warm-up pass of every participant, then p_passes
+-- timed passes, the participants taking turns within each pass (this host
+-- has slow spells of a minute or more, which then fall on every
+-- participant instead of on one); per pass queries/s, pooled p50/p99
+-- latency, the median pass's queries/s, into phase p_phase. For polygons
+-- also one row per country: phase 'polygon' (id-returning form) or
+-- 'polygon_count' (count(*)).
+CREATE FUNCTION bench_time_set(p_kind text, p_qset text, p_passes int, p_driver text,
+							   p_plan_mode text, p_phase text)
+RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+	p bench_participant;
+	nq int;
+BEGIN
+	SELECT count(*) INTO nq FROM bench_q WHERE qset = p_qset;
 	CREATE TEMP TABLE IF NOT EXISTS bench_lat (participant text, pass int, i int, secs float8, n bigint);
 	TRUNCATE bench_lat;
+	PERFORM set_config('plan_cache_mode', p_plan_mode, true);
 	FOR pass IN 0..p_passes LOOP
 		FOR p IN SELECT * FROM bench_participant WHERE qkind = p_kind ORDER BY participant LOOP
 			EXECUTE format('INSERT INTO bench_lat SELECT %L, o_pass, o_i, o_secs, o_n FROM %I(%L, %s, %s)',
-						   p.participant, 'bench_t_' || p.qkind || '_' || p.participant, p_qset,
+						   p.participant, p_driver || p.qkind || '_' || p.participant, p_qset,
 						   pass, pass);
 		END LOOP;
 	END LOOP;
+	PERFORM set_config('plan_cache_mode', 'auto', true);
 
 	-- the timed runs must have seen the same row counts as the hash runs
 	INSERT INTO bench_mismatch
 	SELECT DISTINCT p_qset, l.i, NULL, l.participant, 'own hash run', l.n, h.n, NULL, NULL,
-		   'row count of a timed run differs from the hash run', NULL
+		   'row count of a timed run (' || p_phase || ') differs from the hash run', NULL
 	FROM bench_lat l JOIN bench_hash h USING (participant, i)
 	WHERE l.n <> h.n;
 
 	INSERT INTO bench_result (phase, name, participant, m)
-	SELECT 'query', p_qset, participant, jsonb_build_object(
+	SELECT p_phase, p_qset, participant, jsonb_build_object(
 			'kind', p_kind,
+			'plan_cache_mode', p_plan_mode,
 			'queries', nq,
 			'passes', p_passes,
 			'qps', percentile_disc(0.5) WITHIN GROUP (ORDER BY pass_qps),
@@ -390,7 +461,8 @@ BEGIN
 	-- few, individually interesting queries (the country polygons)
 	IF p_kind = 'polygon' THEN
 		INSERT INTO bench_result (phase, name, participant, m)
-		SELECT 'polygon', q.label, l.participant, jsonb_build_object(
+		SELECT CASE p_phase WHEN 'query' THEN 'polygon' ELSE 'polygon_count' END,
+			   q.label, l.participant, jsonb_build_object(
 				'class', q.qset, 'rows', max(l.n),
 				'median_ms', 1000 * percentile_cont(0.5) WITHIN GROUP (ORDER BY l.secs),
 				'min_ms', 1000 * min(l.secs), 'max_ms', 1000 * max(l.secs))
@@ -399,6 +471,40 @@ BEGIN
 		GROUP BY q.qset, q.label, q.i, l.participant;
 	END IF;
 END $$;
+
+-- The first query of a fresh backend: bench/run opens a new connection for
+-- every (pass, participant, country), loads PostGIS's library there first
+-- (untimed: every participant needs it, and it is loaded by the first
+-- PostGIS call of any session), then runs that one query once through
+-- bench_t_ with a generic plan, as the warm runs do. What lives in the
+-- backend (catalog caches, archer's region cache, PostGIS's cached
+-- prepared geometries) is cold; shared buffers are warm.
+CREATE TABLE bench_cold (participant text, pass int, qset text, i int, secs float8, n bigint);
+
+CREATE FUNCTION bench_cold_one(p_participant text, p_pass int, p_qset text, p_i int)
+RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+	PERFORM set_config('plan_cache_mode', 'force_generic_plan', true);
+	EXECUTE format('INSERT INTO bench_cold SELECT %L, %s, %L, o_i, o_secs, o_n FROM %I(%L, 1, 1, %s)',
+				   p_participant, p_pass, p_qset, 'bench_t_polygon_' || p_participant, p_qset, p_i);
+END $$;
+
+CREATE FUNCTION bench_cold_summarize() RETURNS void LANGUAGE sql AS $$
+	INSERT INTO bench_result (phase, name, participant, m)
+	SELECT 'polygon_cold', q.label, c.participant, jsonb_build_object(
+			'class', q.qset, 'rows', max(c.n), 'passes', count(*),
+			'median_ms', 1000 * percentile_cont(0.5) WITHIN GROUP (ORDER BY c.secs),
+			'min_ms', 1000 * min(c.secs), 'max_ms', 1000 * max(c.secs))
+	FROM bench_cold c JOIN bench_q q ON q.qset = c.qset AND q.i = c.i
+	GROUP BY q.qset, q.label, q.i, c.participant;
+	-- a cold run must find what the warm runs found
+	INSERT INTO bench_mismatch
+	SELECT DISTINCT c.qset, c.i, q.label, c.participant, 'warm runs', c.n, (r.m->>'rows')::bigint,
+		   NULL, NULL, 'row count of a fresh-backend run differs from the warm runs', NULL
+	FROM bench_cold c JOIN bench_q q ON q.qset = c.qset AND q.i = c.i
+	JOIN bench_result r ON r.phase = 'polygon' AND r.name = q.label AND r.participant = c.participant
+	WHERE c.n <> (r.m->>'rows')::bigint;
+$$;
 
 ------------------------------------------------------------------------------
 -- inserts: batches of rows from ins_src, one transaction each
@@ -421,46 +527,21 @@ BEGIN
 			'passes', jsonb_array_length(m->'passes_list'),
 			'seconds', bench_median(m->'passes_list', 'seconds'),
 			'rows_per_s', bench_median(m->'passes_list', 'rows_per_s'),
+			'session_rows_per_s', bench_median(m->'passes_list', 'session_rows_per_s'),
 			'wal_bytes', bench_median(m->'passes_list', 'wal_bytes'),
 			'wal_bytes_per_row', bench_median(m->'passes_list', 'wal_bytes_per_row'),
 			'flush_seconds', bench_median(m->'passes_list', 'flush_seconds'),
-			'rows_per_s_with_merge', bench_median(m->'passes_list', 'rows_per_s_with_merge'),
-			'wal_bytes_per_row_with_merge', bench_median(m->'passes_list', 'wal_bytes_per_row_with_merge')))
+			'cpu_us_per_row', bench_median(m->'passes_list', 'cpu_us_per_row')))
 	WHERE phase = 'insert' AND name = p_name;
 END $$;
 
--- After bench_insert into a table whose index has an insert buffer: merge
--- what the worker has not merged yet (archer_flush) and charge its time and
--- WAL to that pass, so that the figures "with merge" cover all the work.
-CREATE PROCEDURE bench_insert_flush(p_name text, p_index regclass)
-LANGUAGE plpgsql AS $$
-DECLARE
-	lsn0 pg_lsn := pg_current_wal_lsn();
-	t0 timestamptz := clock_timestamp();
-	merged bigint;
-	secs float8;
-	wal numeric;
-	last_pass text;
-BEGIN
-	SELECT archer_flush(p_index) INTO merged;
-	secs := extract(epoch FROM clock_timestamp() - t0);
-	wal := pg_current_wal_lsn() - lsn0;
-	SELECT (jsonb_array_length(m->'passes_list') - 1)::text INTO last_pass
-	FROM bench_result WHERE phase = 'insert' AND name = p_name;
-	UPDATE bench_result SET m = jsonb_set(m, ARRAY['passes_list', last_pass],
-			m->'passes_list'->last_pass::int || jsonb_build_object(
-				'flush_entries', merged, 'flush_seconds', secs, 'flush_wal_bytes', wal,
-				'rows_per_s_with_merge', (m->'passes_list'->last_pass::int->>'rows')::numeric /
-					nullif((m->'passes_list'->last_pass::int->>'seconds')::numeric + secs, 0),
-				'wal_bytes_per_row_with_merge', ((m->'passes_list'->last_pass::int->>'wal_bytes')::numeric + wal) /
-					(m->'passes_list'->last_pass::int->>'rows')::numeric))
-	WHERE phase = 'insert' AND name = p_name;
-	CALL bench_insert_summarize(p_name);
-	COMMIT;
-END $$;
-
--- One pass: the insert rows into p_table in their batches, a COMMIT each
-CREATE PROCEDURE bench_insert(p_name text, p_table text)
+-- One pass: the insert rows into p_table in their batches, a COMMIT each.
+-- p_flush: the index's insert buffer, merged by archer_flush right after
+-- the last batch, inside the timed span: the pass ends when the index
+-- holds every row (the background worker merges during the batches, on
+-- the other core; its WAL is in the pass's WAL). seconds and rows_per_s
+-- cover that whole span; session_rows_per_s only the batches.
+CREATE PROCEDURE bench_insert(p_name text, p_table text, p_flush regclass DEFAULT NULL)
 LANGUAGE plpgsql AS $$
 DECLARE
 	nb int;
@@ -468,6 +549,9 @@ DECLARE
 	lsn0 pg_lsn;
 	t0 timestamptz;
 	secs float8;
+	session_secs float8;
+	flush_secs float8;
+	merged bigint;
 	wal numeric;
 	isz bigint;
 	pass jsonb;
@@ -480,10 +564,19 @@ BEGIN
 			USING b;
 		COMMIT;
 	END LOOP;
+	session_secs := extract(epoch FROM clock_timestamp() - t0);
+	IF p_flush IS NOT NULL THEN
+		SELECT archer_flush(p_flush) INTO merged;
+		COMMIT;
+	END IF;
 	secs := extract(epoch FROM clock_timestamp() - t0);
+	flush_secs := CASE WHEN p_flush IS NOT NULL THEN secs - session_secs END;
 	wal := pg_current_wal_lsn() - lsn0;
-	pass := jsonb_build_object('rows', nrows, 'seconds', secs, 'rows_per_s', nrows / nullif(secs, 0),
-							   'wal_bytes', wal, 'wal_bytes_per_row', wal / nrows);
+	pass := jsonb_strip_nulls(jsonb_build_object('rows', nrows, 'seconds', secs,
+							   'rows_per_s', nrows / nullif(secs, 0),
+							   'session_rows_per_s', CASE WHEN p_flush IS NOT NULL THEN nrows / nullif(session_secs, 0) END,
+							   'flush_seconds', flush_secs, 'flush_entries', merged,
+							   'wal_bytes', wal, 'wal_bytes_per_row', wal / nrows));
 	UPDATE bench_result SET m = jsonb_set(m, '{passes_list}', m->'passes_list' || pass)
 	WHERE phase = 'insert' AND name = p_name;
 	IF NOT FOUND THEN
@@ -496,4 +589,22 @@ BEGIN
 	END IF;
 	CALL bench_insert_summarize(p_name);
 	COMMIT;
+END $$;
+
+-- The CPU time of the whole cluster (every process: backends, the merge
+-- worker, WAL writer, checkpointer) during the last pass of p_name,
+-- measured by bench/run from /proc around the pass.
+CREATE PROCEDURE bench_insert_cpu(p_name text, p_cpu_secs float8)
+LANGUAGE plpgsql AS $$
+DECLARE
+	last_pass text;
+BEGIN
+	SELECT (jsonb_array_length(m->'passes_list') - 1)::text INTO last_pass
+	FROM bench_result WHERE phase = 'insert' AND name = p_name;
+	UPDATE bench_result SET m = jsonb_set(m, ARRAY['passes_list', last_pass],
+			m->'passes_list'->last_pass::int || jsonb_build_object(
+				'cpu_seconds', p_cpu_secs,
+				'cpu_us_per_row', 1e6 * p_cpu_secs / (m->'passes_list'->last_pass::int->>'rows')::float8))
+	WHERE phase = 'insert' AND name = p_name;
+	CALL bench_insert_summarize(p_name);
 END $$;
