@@ -28,7 +28,9 @@ use Test::More;
 
 my $node = PostgreSQL::Test::Cluster->new('update');
 $node->init;
-$node->append_conf('postgresql.conf', "autovacuum = off\n");
+$node->append_conf('postgresql.conf', "autovacuum = off\n"
+	. "# ann_all asks for every row: the mode that promises all of them\n"
+	. "archer.vector_order = relaxed\n");
 $node->start;
 
 # the test command installs PostGIS; without it archer_postgis is untested
