@@ -13,8 +13,10 @@
 #    their insert buffers (no merge worker runs).
 # 2. The same data directory under this build's binaries, before and after
 #    ALTER EXTENSION archer UPDATE: every answer through the indexes equals a
-#    sequential scan's, both verify functions pass, the buffered entries are
-#    read; inserts, archer_flush and VACUUM on the old indexes keep them so.
+#    sequential scan's, both verify functions pass (but on a 0.1.0
+#    inner-product graph, until VACUUM relinks the nodes it left unreachable),
+#    the buffered entries are read; inserts, archer_flush and VACUUM on the
+#    old indexes keep them so.
 #    Page layout version 3 is the same in both, so nothing asks for REINDEX
 #    (018_extension_update.pl checks an index of another layout version).
 use strict;
@@ -145,9 +147,14 @@ my @QUERIES = (
 my $INDEX_ONLY = 'SET enable_seqscan = off; SET enable_bitmapscan = off; SET archer.vector_max_scan_tuples = 100000;';
 my $SEQ_ONLY = 'SET enable_indexscan = off; SET enable_bitmapscan = off; SET enable_indexonlyscan = off;';
 
+# A 0.1.0 inner-product graph can leave live nodes no search reaches (0.1.0
+# built it in the wrong space, docs/upgrade.md): the scans above still return
+# them (the sweep of the node pages), archer_vector_verify reports them, and
+# VACUUM relinks them.  Until the first VACUUM, vecs_ip's verify must count
+# every row or report exactly that; after it, every verify must pass.
 sub check_all
 {
-	my ($label) = @_;
+	my ($label, $vacuumed) = @_;
 	for my $q (@QUERIES)
 	{
 		my ($name, $index, $sql) = @$q;
@@ -163,17 +170,30 @@ sub check_all
 	AND archer_geo_verify('ptsb_p') = (SELECT count(*) FROM ptsb)
 	AND archer_geo_verify('geog_g') = (SELECT count(*) FROM geog)
 	AND archer_vector_verify('vecs_l2') = (SELECT count(*) FROM vecs)
-	AND archer_vector_verify('vecs_ip') = (SELECT count(*) FROM vecs)
 	AND archer_vector_verify('vecs_cos') = (SELECT count(*) FROM vecs)
 	AND archer_vector_verify('vecsb_v') = (SELECT count(*) FROM vecsb)}),
-		't', "$label: archer_geo_verify and archer_vector_verify pass on every index, counting every row");
+		't', "$label: archer_geo_verify and archer_vector_verify pass on every index but vecs_ip, counting every row");
+	my $rows = $new->safe_psql('postgres', 'SELECT count(*) FROM vecs');
+	my ($ret, $out, $err) = $new->psql('postgres', q{SELECT archer_vector_verify('vecs_ip')});
+	if ($vacuumed)
+	{
+		is("$ret|$out", "0|$rows", "$label: archer_vector_verify('vecs_ip') passes, counting every row")
+		  or diag($err);
+	}
+	else
+	{
+		ok(($ret == 0 && $out eq $rows)
+			  || ($ret == 3 && $err =~ /ERROR:  index "vecs_ip" has \d+ live nodes that no search reaches/),
+			"$label: archer_vector_verify('vecs_ip') counts every row or reports the nodes 0.1.0 left unreachable")
+		  or diag("exit $ret, output '$out', error: $err");
+	}
 }
 
 # the 0.1.0 SQL objects on this build's library: what a DBA has between
 # installing the package and ALTER EXTENSION UPDATE
 is($new->safe_psql('postgres', q{SELECT extversion FROM pg_extension WHERE extname = 'archer'}), '0.1.0',
 	'after the switch: still archer 0.1.0');
-check_all('0.1.0 SQL, new library');
+check_all('0.1.0 SQL, new library', 0);
 
 $new->safe_psql('postgres', 'ALTER EXTENSION archer UPDATE; ALTER EXTENSION archer_postgis UPDATE');
 is($new->safe_psql('postgres',
@@ -182,7 +202,7 @@ is($new->safe_psql('postgres',
 is($new->safe_psql('postgres', q{SELECT string_agg(index::text || '=' || buffer_entries, ',' ORDER BY index::text)
   FROM archer_index_stats WHERE buffer_entries > 0}),
 	'ptsb_p=1000,vecsb_v=500', 'after the update: the insert buffers still hold 0.1.0\'s entries');
-check_all('updated to 0.2.0');
+check_all('updated to 0.2.0', 0);
 
 # writes on the old indexes: inserts (into the buffers too), then deletes, a
 # merge of 0.1.0's buffer entries, VACUUM
@@ -197,7 +217,7 @@ INSERT INTO vecs SELECT i, ARRAY(SELECT ((i * d * 41) % 103) / 10.0 - 5 FROM gen
 INSERT INTO vecsb SELECT i, ARRAY(SELECT ((i * d * 53) % 97) / 9.0 FROM generate_series(1, 6) d)::real[]
   FROM generate_series(2001, 2200) i;
 });
-check_all('after inserts');
+check_all('after inserts', 0);
 # (verify counts the entries of deleted rows too, until VACUUM removes them)
 $new->safe_psql('postgres', q{
 DELETE FROM pts WHERE id % 7 = 0;
@@ -209,7 +229,7 @@ VACUUM pts, ptsb, geog, vecs, vecsb;
 });
 is($new->safe_psql('postgres', q{SELECT count(*) FROM archer_index_stats WHERE buffer_entries > 0}), '0',
 	'archer_flush merged every buffered entry');
-check_all('after deletes, archer_flush and VACUUM');
+check_all('after deletes, archer_flush and VACUUM', 1);
 
 $new->stop;
 done_testing();
