@@ -339,6 +339,7 @@ typedef struct VecCandidate
 	float		distance;		/* code distance to the query */
 	ItemPointerData tid;		/* node */
 	bool		matches;		/* scans: in the graph of the scan's filter list */
+	uint8		level;			/* scans: the node's top layer */
 } VecCandidate;
 
 typedef struct VecHeap

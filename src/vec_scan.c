@@ -22,8 +22,10 @@
  * out once the search has nothing else (out of order, but no row is lost
  * to a filter the index cannot apply).  archer.vector_max_scan_tuples caps
  * the rows one scan returns, with a NOTICE when it cuts the scan short.  When
- * the graph search runs dry, one pass over the node pages adds whatever it
- * could not reach, so a selective filter still fills its LIMIT.
+ * the graph search runs dry, or has met an eighth of the index's nodes, one
+ * pass over the node pages adds whatever it has not reached, so a selective
+ * filter still fills its LIMIT, and the rest of the scan, knowing every
+ * node, finds none late.
  *
  * A scan with column = value on a filter column searches the graph of
  * that value's filter list (vec.h) instead: the descent through the upper
@@ -56,6 +58,17 @@
 
 #include "vec.h"
 
+/*
+ * A scan that has met this fraction of the index's nodes (a filter the
+ * index cannot apply keeps it going) reads the rest of the node pages at
+ * once: from then on every node is found, so rows come back in bound order
+ * with none late.  Far into a clustered graph a wider round often finds a
+ * cluster nearer than rows already returned; strict order would skip all
+ * of its rows.  Reading every page costs about what meeting this many nodes
+ * through the graph did.
+ */
+#define VEC_SWEEP_FRACTION 8
+
 typedef struct VecFound
 {
 	float		distance;		/* code distance */
@@ -75,6 +88,7 @@ typedef struct VecScanOpaqueData
 	bool		done;
 	bool		null_query;		/* every distance is NULL: return all rows */
 	bool		swept;			/* every node page was read (see sweep_unvisited) */
+	uint64		sweep_at;		/* nodes met past which the scan sweeps (next_round) */
 
 	VecFilterKey *keys;			/* conditions on filter columns, all must hold */
 	int			nkeys;
@@ -113,12 +127,23 @@ typedef struct VecScanOpaqueData
 	VecCandidate *deferred;
 	int			ndeferred;
 	int			maxdeferred;
+	/*
+	 * The first round walks layer 0 alone, as HNSW does; from the second on
+	 * a node's links of its upper layers are followed too (see
+	 * expand_node).  upper holds the first round's expanded nodes that have
+	 * upper layers, expanded there when the second round starts.
+	 */
+	int			rounds;			/* rounds run so far */
+	VecCandidate *upper;
+	int			nupper;
+	int			maxupper;
 	VecVisited	visited;
 	VecFound   *found;			/* every live node met, in order of discovery */
 	int			nfound;
 	int			maxfound;
 	int			width;			/* current round's result set size */
 	double		last_bound;
+	double		max_slack;		/* largest code distance - bound of a found node */
 	int64		nreturned;
 
 	int		   *ready;			/* indexes into found[], ordered by bound */
@@ -240,11 +265,15 @@ vec_rescan(IndexScanDesc scan, ScanKey keys, int nkeys, ScanKey orderbys, int no
 	so->ready = NULL;
 	so->deferred = NULL;
 	so->ndeferred = so->maxdeferred = 0;
+	so->rounds = 0;
+	so->upper = NULL;
+	so->nupper = so->maxupper = 0;
 	so->entered = false;
 	so->bypassed = NULL;
 	so->nbypassed = so->maxbypassed = 0;
 	so->nreturned = 0;
 	so->last_bound = -DBL_MAX;
+	so->max_slack = 0;
 	so->null_query = scan->numberOfOrderBys == 0 ||
 		(scan->orderByData[0].sk_flags & SK_ISNULL) != 0;
 	pgstat_count_index_scan(scan->indexRelation);
@@ -265,6 +294,7 @@ add_found(VecScanOpaque so, float distance, const VecNodeHeader *header)
 	found = &so->found[so->nfound++];
 	found->distance = distance;
 	found->bound = vec_lower_bound(&so->query, distance, header);
+	so->max_slack = Max(so->max_slack, (double) distance - found->bound);
 	found->heaptid = header->heaptid;
 	found->returned = false;
 	found->late = false;
@@ -337,6 +367,7 @@ add_start(IndexScanDesc scan, VecCandidate *start)
 	vec_batch_distances(scan->indexRelation, so->info, &so->query, &start->tid, 1,
 						&start->distance, &header, filters);
 	start->matches = in_list_graph(so, header.flags, filters);
+	start->level = header.level;
 	so->entered |= start->matches;
 	vec_heap_push(&so->candidates, start);
 	if (!(header.flags & VEC_NODE_DELETED) && filters_match(so, header.flags, filters) &&
@@ -360,6 +391,7 @@ start_search(IndexScanDesc scan)
 
 	so->started = true;
 	vec_read_meta(index, &meta);
+	so->sweep_at = Max(meta.nnodes / VEC_SWEEP_FRACTION, 1);
 	if (so->info->dim == 0 || so->unsatisfiable ||
 		(!ItemPointerIsValid(&meta.entry) && !BlockNumberIsValid(meta.buffer.head)))
 	{
@@ -422,27 +454,43 @@ result_set_limit(VecScanOpaque so, VecHeap *best)
 }
 
 /*
- * Ready to return: the found nodes within limit not returned yet, and
- * those beyond it whose bound is below one of theirs, ordered by bound.
- * A node's bound can lie far below its code distance (a large error: a
- * wide code, a buffer entry unlike the build's rows); left for a later
- * round, such a node would be late.
+ * Ready to return: the found nodes not returned yet whose bound no node
+ * found later can undercut, ordered by bound.  A node found later lies
+ * beyond limit (the search has expanded everything nearer), so its bound
+ * is at least limit less the largest slack (code distance less bound) met
+ * so far: a node's bound can lie far below its code distance (a large
+ * error: a wide code, a row unlike the build's), and a node returned by
+ * its code distance alone would make such a node found next round late.
+ * With limit FLT_MAX (the search is over) every node not returned is ready.
  */
 static void
 gather_ready(VecScanOpaque so, float limit)
+{
+	double		threshold = limit >= FLT_MAX ? DBL_MAX : (double) limit - so->max_slack;
+
+	so->nready = 0;
+	for (int i = 0; i < so->nfound; i++)
+		if (!so->found[i].returned && so->found[i].bound <= threshold)
+			so->ready[so->nready++] = i;
+	qsort_arg(so->ready, so->nready, sizeof(int), found_bound_cmp, so->found);
+}
+
+/*
+ * The first round's ready nodes: the result set (the found nodes within
+ * limit), and the nodes beyond it whose bound is below one of theirs (a
+ * large error), ordered by bound
+ */
+static void
+gather_first_round(VecScanOpaque so, float limit)
 {
 	double		max_bound = -DBL_MAX;
 
 	so->nready = 0;
 	for (int i = 0; i < so->nfound; i++)
-		if (!so->found[i].returned && so->found[i].distance <= limit)
-		{
-			so->ready[so->nready++] = i;
+		if (so->found[i].distance <= limit)
 			max_bound = Max(max_bound, so->found[i].bound);
-		}
 	for (int i = 0; i < so->nfound; i++)
-		if (!so->found[i].returned && so->found[i].distance > limit &&
-			so->found[i].bound <= max_bound)
+		if (!so->found[i].returned && so->found[i].bound <= max_bound)
 			so->ready[so->nready++] = i;
 	qsort_arg(so->ready, so->nready, sizeof(int), found_bound_cmp, so->found);
 }
@@ -478,7 +526,8 @@ append_candidate(VecScanOpaque so, VecCandidate **list, int *count, int *capacit
 static bool
 search_open(VecScanOpaque so)
 {
-	return so->candidates.count > 0 || so->ndeferred > 0 || so->nbypassed > 0;
+	return so->candidates.count > 0 || so->ndeferred > 0 || so->nbypassed > 0 ||
+		so->nupper > 0;
 }
 
 /*
@@ -510,19 +559,82 @@ resume_full_walk(VecScanOpaque so)
 	so->nbypassed = 0;
 }
 
+/*
+ * Follow the links of one list of a node being expanded: nodes not met yet
+ * become candidates (or wait in deferred, beyond the result set), and those
+ * the scan may return are found and enter the result set best
+ */
+static void
+follow_links(IndexScanDesc scan, const VecCandidate *current, int list, VecHeap *best)
+{
+	VecScanOpaque so = (VecScanOpaque) scan->opaque;
+	Relation	index = scan->indexRelation;
+	const VecIndexInfo *info = so->info;
+	ItemPointerData links[VEC_MAX_BATCH];
+	float		distances[VEC_MAX_BATCH];
+	VecNodeHeader headers[VEC_MAX_BATCH];
+	int64		filters[VEC_MAX_BATCH * VEC_MAX_FILTERS];
+	ItemPointerData tid = current->tid;
+	int			nlinks = vec_node_links(index, info, &tid, list, links);
+	int			nfresh = 0;
+
+	CHECK_FOR_INTERRUPTS();
+	for (int i = 0; i < nlinks; i++)
+		if (vec_visited_add(&so->visited, &links[i]))
+			links[nfresh++] = links[i];
+	vec_batch_distances(index, info, &so->query, links, nfresh, distances, headers,
+						so->nkeys > 0 ? filters : NULL);
+	for (int i = 0; i < nfresh; i++)
+	{
+		VecCandidate next;
+
+		next.tid = links[i];
+		next.distance = distances[i];
+		next.matches = in_list_graph(so, headers[i].flags, &filters[i * VEC_MAX_FILTERS]);
+		next.level = headers[i].level;
+		so->entered |= next.matches;
+		/* every node is kept: a later, wider round may want it */
+		if (next.distance > result_set_limit(so, best))
+			append_candidate(so, &so->deferred, &so->ndeferred, &so->maxdeferred, &next);
+		else
+			vec_heap_push(&so->candidates, &next);
+		/* the search walks through nodes the filter keys reject, but never returns them */
+		if ((headers[i].flags & VEC_NODE_DELETED) ||
+			!filters_match(so, headers[i].flags, &filters[i * VEC_MAX_FILTERS]) ||
+			in_buffer(so, &headers[i]))
+			continue;
+		add_found(so, next.distance, &headers[i]);
+		if (next.distance < result_set_limit(so, best))
+		{
+			vec_heap_push(best, &next);
+			if (best->count > so->width)
+				(void) vec_heap_pop(best);
+		}
+	}
+}
+
+/*
+ * Follow a node's upper layers' links.  On clustered data layer 0 often
+ * has no link from one cluster to another: only the upper layers join
+ * them (vec_reach.c).  A scan that goes on past its first round (a filter,
+ * a large LIMIT) would otherwise run dry in the query's own clusters and
+ * find the rest only by reading every page, after it returned farther rows
+ * (late nodes, vec_gettuple).
+ */
+static void
+follow_upper_links(IndexScanDesc scan, const VecCandidate *current, VecHeap *best)
+{
+	for (int layer = 1; layer <= Min(current->level, VEC_MAX_LAYERS - 1); layer++)
+		follow_links(scan, current, layer, best);
+}
+
 /* One round: expand candidates until the result set of size width is stable */
 static void
 run_round(IndexScanDesc scan)
 {
 	VecScanOpaque so = (VecScanOpaque) scan->opaque;
-	Relation	index = scan->indexRelation;
-	const VecIndexInfo *info = so->info;
 	MemoryContext oldcxt = MemoryContextSwitchTo(so->scancxt);
 	VecHeap		best;			/* max-heap of the width nearest found */
-	ItemPointerData *links = palloc(sizeof(ItemPointerData) * 2 * info->m);
-	float	   *distances = palloc(sizeof(float) * 2 * info->m);
-	VecNodeHeader *headers = palloc(sizeof(VecNodeHeader) * 2 * info->m);
-	int64	   *filters = palloc(sizeof(int64) * VEC_MAX_FILTERS * 2 * info->m);
 	float		whole_limit;	/* of the result set before the farther half goes */
 
 	/*
@@ -549,13 +661,18 @@ run_round(IndexScanDesc scan)
 	for (int i = 0; i < so->ndeferred; i++)
 		vec_heap_push(&so->candidates, &so->deferred[i]);
 	so->ndeferred = 0;
+	so->rounds++;
+	if (so->rounds == 2)
+	{
+		for (int i = 0; i < so->nupper; i++)
+			follow_upper_links(scan, &so->upper[i], &best);
+		so->nupper = 0;
+	}
 
 	for (;;)
 	{
 		VecCandidate current;
 		int			list;
-		int			nlinks;
-		int			nfresh = 0;
 
 		if (so->candidates.count == 0 && so->nbypassed > 0 && best.count < so->width)
 			resume_full_walk(so);
@@ -569,72 +686,52 @@ run_round(IndexScanDesc scan)
 			append_candidate(so, &so->bypassed, &so->nbypassed, &so->maxbypassed, &current);
 			continue;
 		}
-		nlinks = vec_node_links(index, info, &current.tid, list, links);
-		CHECK_FOR_INTERRUPTS();
-		for (int i = 0; i < nlinks; i++)
-			if (vec_visited_add(&so->visited, &links[i]))
-				links[nfresh++] = links[i];
-		vec_batch_distances(index, info, &so->query, links, nfresh, distances, headers,
-							so->nkeys > 0 ? filters : NULL);
-		for (int i = 0; i < nfresh; i++)
+		follow_links(scan, &current, list, &best);
+		if (list == 0 && current.level > 0)
 		{
-			VecCandidate next;
-
-			next.tid = links[i];
-			next.distance = distances[i];
-			next.matches = in_list_graph(so, headers[i].flags, &filters[i * VEC_MAX_FILTERS]);
-			so->entered |= next.matches;
-			/* every node is kept: a later, wider round may want it */
-			if (next.distance > result_set_limit(so, &best))
-				append_candidate(so, &so->deferred, &so->ndeferred, &so->maxdeferred, &next);
+			if (so->rounds == 1)
+				append_candidate(so, &so->upper, &so->nupper, &so->maxupper, &current);
 			else
-				vec_heap_push(&so->candidates, &next);
-			/* the search walks through nodes the filter keys reject, but never returns them */
-			if ((headers[i].flags & VEC_NODE_DELETED) ||
-				!filters_match(so, headers[i].flags, &filters[i * VEC_MAX_FILTERS]) ||
-				in_buffer(so, &headers[i]))
-				continue;
-			add_found(so, next.distance, &headers[i]);
-			if (next.distance < result_set_limit(so, &best))
-			{
-				vec_heap_push(&best, &next);
-				if (best.count > so->width)
-					(void) vec_heap_pop(&best);
-			}
+				follow_upper_links(scan, &current, &best);
 		}
 	}
 
 	/*
-	 * After the first round, return the nearer half of the result set,
-	 * ordered by bound, and keep the farther half for the next, wider
-	 * round: the nodes a wider search finds late lie mostly near the edge
-	 * of the result set, and a late node nearer than a row already
-	 * returned is held back.  The first round returns its whole result set,
-	 * as HNSW does: most queries need no second round.  Once the search
-	 * cannot expand any more, everything found is ready.  When the nearer
-	 * half holds nothing new (the usual case of a second round: the
-	 * executor wanted one row beyond the first round's set, to be sure of
-	 * the last one it returns), the farther half is ready after all:
-	 * another, twice as wide round would only find the same nodes.
+	 * The first round returns its whole result set, as HNSW does: most
+	 * queries need no second round.  After it, return the nearer half of
+	 * the result set (what no node found later can undercut, gather_ready)
+	 * and keep the farther half for the next, wider round: the nodes a wider
+	 * search finds late lie mostly near the edge of the result set.  When
+	 * the nearer half holds nothing ready (the usual case of a second round:
+	 * the executor wanted one row beyond the first round's set, to be sure
+	 * of the last one it returns), the whole set is tried: another, twice
+	 * as wide round would often find the same nodes.  Once the search
+	 * cannot expand any more, everything found is ready.
 	 */
-	/* buffer entries beyond the graph's farthest node are ready too */
-	whole_limit = search_open(so) ? best.items[0].distance : FLT_MAX;
-	if (search_open(so) && so->nreturned > 0)
+	alloc_ready(so);
+	if (!search_open(so))
+		gather_ready(so, FLT_MAX);
+	else if (so->nreturned == 0)
+		gather_first_round(so, best.items[0].distance);
+	else
+	{
+		whole_limit = best.items[0].distance;
 		while (best.count > Max(so->width / 2, 1))
 			(void) vec_heap_pop(&best);
-	alloc_ready(so);
-	gather_ready(so, search_open(so) ? best.items[0].distance : FLT_MAX);
-	if (so->nready == 0)
-		gather_ready(so, whole_limit);
+		gather_ready(so, best.items[0].distance);
+		if (so->nready == 0)
+			gather_ready(so, whole_limit);
+	}
 	so->ready_pos = 0;
 	MemoryContextSwitchTo(oldcxt);
 }
 
 /*
- * The graph search ran dry: what it could not reach (a cluster no link
- * leads into, nodes cut off while VACUUM relinks) is still in the index.
- * Read every node page once and add the live nodes not met yet, so that a
- * filtered query still fills its LIMIT when matching rows exist.
+ * The graph search ran dry, or went far (VEC_SWEEP_FRACTION): what it has
+ * not reached (a cluster no link leads into, nodes cut off while VACUUM
+ * relinks, the far side of the index) is still in the index.  Read every
+ * node page once and add the live nodes not met yet, so that a filtered
+ * query still fills its LIMIT when matching rows exist.
  */
 static void
 sweep_unvisited(IndexScanDesc scan)
@@ -667,6 +764,11 @@ sweep_unvisited(IndexScanDesc scan)
 		}
 		UnlockReleaseBuffer(buf);
 	}
+	/* every node is found: the graph has nothing left to lead to */
+	so->candidates.count = 0;
+	so->ndeferred = 0;
+	so->nbypassed = 0;
+	so->nupper = 0;
 	MemoryContextSwitchTo(oldcxt);
 }
 
@@ -677,7 +779,7 @@ next_round(IndexScanDesc scan)
 	VecScanOpaque so = (VecScanOpaque) scan->opaque;
 	bool		more_found = false;
 
-	if (!search_open(so) && !so->swept)
+	if (!so->swept && (!search_open(so) || so->visited.count >= so->sweep_at))
 		sweep_unvisited(scan);
 	for (int i = 0; i < so->nfound && !more_found; i++)
 		more_found = !so->found[i].returned;
