@@ -130,7 +130,7 @@ typedef struct VecScanOpaqueData
 	/*
 	 * The first round walks layer 0 alone, as HNSW does; from the second on
 	 * a node's links of its upper layers are followed too (see
-	 * expand_node).  upper holds the first round's expanded nodes that have
+	 * follow_upper_links).  upper holds the first round's expanded nodes that have
 	 * upper layers, expanded there when the second round starts.
 	 */
 	int			rounds;			/* rounds run so far */
@@ -143,7 +143,6 @@ typedef struct VecScanOpaqueData
 	int			maxfound;
 	int			width;			/* current round's result set size */
 	double		last_bound;
-	double		max_slack;		/* largest code distance - bound of a found node */
 	int64		nreturned;
 
 	int		   *ready;			/* indexes into found[], ordered by bound */
@@ -273,7 +272,6 @@ vec_rescan(IndexScanDesc scan, ScanKey keys, int nkeys, ScanKey orderbys, int no
 	so->nbypassed = so->maxbypassed = 0;
 	so->nreturned = 0;
 	so->last_bound = -DBL_MAX;
-	so->max_slack = 0;
 	so->null_query = scan->numberOfOrderBys == 0 ||
 		(scan->orderByData[0].sk_flags & SK_ISNULL) != 0;
 	pgstat_count_index_scan(scan->indexRelation);
@@ -294,7 +292,6 @@ add_found(VecScanOpaque so, float distance, const VecNodeHeader *header)
 	found = &so->found[so->nfound++];
 	found->distance = distance;
 	found->bound = vec_lower_bound(&so->query, distance, header);
-	so->max_slack = Max(so->max_slack, (double) distance - found->bound);
 	found->heaptid = header->heaptid;
 	found->returned = false;
 	found->late = false;
@@ -454,43 +451,27 @@ result_set_limit(VecScanOpaque so, VecHeap *best)
 }
 
 /*
- * Ready to return: the found nodes not returned yet whose bound no node
- * found later can undercut, ordered by bound.  A node found later lies
- * beyond limit (the search has expanded everything nearer), so its bound
- * is at least limit less the largest slack (code distance less bound) met
- * so far: a node's bound can lie far below its code distance (a large
- * error: a wide code, a row unlike the build's), and a node returned by
- * its code distance alone would make such a node found next round late.
- * With limit FLT_MAX (the search is over) every node not returned is ready.
+ * Ready to return: the found nodes within limit not returned yet, and
+ * those beyond it whose bound is below one of theirs, ordered by bound.
+ * A node's bound can lie far below its code distance (a large error: a
+ * wide code, a buffer entry unlike the build's rows); left for a later
+ * round, such a node would be late.
  */
 static void
 gather_ready(VecScanOpaque so, float limit)
-{
-	double		threshold = limit >= FLT_MAX ? DBL_MAX : (double) limit - so->max_slack;
-
-	so->nready = 0;
-	for (int i = 0; i < so->nfound; i++)
-		if (!so->found[i].returned && so->found[i].bound <= threshold)
-			so->ready[so->nready++] = i;
-	qsort_arg(so->ready, so->nready, sizeof(int), found_bound_cmp, so->found);
-}
-
-/*
- * The first round's ready nodes: the result set (the found nodes within
- * limit), and the nodes beyond it whose bound is below one of theirs (a
- * large error), ordered by bound
- */
-static void
-gather_first_round(VecScanOpaque so, float limit)
 {
 	double		max_bound = -DBL_MAX;
 
 	so->nready = 0;
 	for (int i = 0; i < so->nfound; i++)
-		if (so->found[i].distance <= limit)
+		if (!so->found[i].returned && so->found[i].distance <= limit)
+		{
+			so->ready[so->nready++] = i;
 			max_bound = Max(max_bound, so->found[i].bound);
+		}
 	for (int i = 0; i < so->nfound; i++)
-		if (!so->found[i].returned && so->found[i].bound <= max_bound)
+		if (!so->found[i].returned && so->found[i].distance > limit &&
+			so->found[i].bound <= max_bound)
 			so->ready[so->nready++] = i;
 	qsort_arg(so->ready, so->nready, sizeof(int), found_bound_cmp, so->found);
 }
@@ -697,31 +678,27 @@ run_round(IndexScanDesc scan)
 	}
 
 	/*
-	 * The first round returns its whole result set, as HNSW does: most
-	 * queries need no second round.  After it, return the nearer half of
-	 * the result set (what no node found later can undercut, gather_ready)
-	 * and keep the farther half for the next, wider round: the nodes a wider
-	 * search finds late lie mostly near the edge of the result set.  When
-	 * the nearer half holds nothing ready (the usual case of a second round:
-	 * the executor wanted one row beyond the first round's set, to be sure
-	 * of the last one it returns), the whole set is tried: another, twice
-	 * as wide round would often find the same nodes.  Once the search
-	 * cannot expand any more, everything found is ready.
+	 * After the first round, return the nearer half of the result set,
+	 * ordered by bound, and keep the farther half for the next, wider
+	 * round: the nodes a wider search finds late lie mostly near the edge
+	 * of the result set, and a late node nearer than a row already
+	 * returned is held back.  The first round returns its whole result set,
+	 * as HNSW does: most queries need no second round.  Once the search
+	 * cannot expand any more, everything found is ready.  When the nearer
+	 * half holds nothing new (the usual case of a second round: the
+	 * executor wanted one row beyond the first round's set, to be sure of
+	 * the last one it returns), the farther half is ready after all:
+	 * another, twice as wide round would only find the same nodes.
 	 */
-	alloc_ready(so);
-	if (!search_open(so))
-		gather_ready(so, FLT_MAX);
-	else if (so->nreturned == 0)
-		gather_first_round(so, best.items[0].distance);
-	else
-	{
-		whole_limit = best.items[0].distance;
+	/* buffer entries beyond the graph's farthest node are ready too */
+	whole_limit = search_open(so) ? best.items[0].distance : FLT_MAX;
+	if (search_open(so) && so->nreturned > 0)
 		while (best.count > Max(so->width / 2, 1))
 			(void) vec_heap_pop(&best);
-		gather_ready(so, best.items[0].distance);
-		if (so->nready == 0)
-			gather_ready(so, whole_limit);
-	}
+	alloc_ready(so);
+	gather_ready(so, search_open(so) ? best.items[0].distance : FLT_MAX);
+	if (so->nready == 0)
+		gather_ready(so, whole_limit);
 	so->ready_pos = 0;
 	MemoryContextSwitchTo(oldcxt);
 }
