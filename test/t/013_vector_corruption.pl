@@ -34,6 +34,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use FindBin;
 use lib "$FindBin::RealBin/../perl";
+use ArcherTest;
 use ArcherPageEdit;
 
 my $NODES = 2;    # the first node page; the entry point is its first node
@@ -154,18 +155,6 @@ $node->start;
 my $INDEX_ONLY = 'SET enable_seqscan = off; SET enable_bitmapscan = off; SET statement_timeout = \'10s\';';
 my $SEQ_ONLY = 'SET enable_indexscan = off; SET enable_bitmapscan = off;';
 
-sub check_error
-{
-	my ($label, $expect, $c, $ret, $err) = @_;
-	my ($idx, $blk) = ($c->{index}, $c->{block});
-	isnt($ret, 0, "$label: fails");
-	like($err, qr/ERROR:  XX002: index "$idx" contains a corrupted page at block ($blk\b|\d+)/,
-		"$label: the corrupted page error names the index") if $expect eq 'corrupt';
-	like($err, qr/ERROR:  XX002: index "$idx" contains a corrupted page at block $blk\b/,
-		"$label: the corrupted page error names the index and block $blk") if $expect eq 'block';
-	like($err, qr/HINT:  Please REINDEX it\./, "$label: the error suggests REINDEX");
-}
-
 for my $case (@cases)
 {
 	my ($name, undef, undef, $verify_expect, $scan_expect) = @$case;
@@ -174,7 +163,7 @@ for my $case (@cases)
 
 	my ($ret, $out, $err) = $node->psql('postgres', "SELECT archer_vector_verify('$idx')",
 		extra_params => [ '-v', 'VERBOSITY=verbose' ]);
-	check_error("$name: archer_vector_verify", $verify_expect, $c, $ret, $err);
+	check_error($node, "$name: archer_vector_verify", $verify_expect, $c, $ret, $err);
 
 	for my $scan ([ plain => 'true' ], [ filtered => 'grp = 3' ])
 	{
@@ -194,7 +183,7 @@ for my $case (@cases)
 		}
 		else
 		{
-			check_error("$name: $label scan", $scan_expect, $c, $ret, $err);
+			check_error($node, "$name: $label scan", $scan_expect, $c, $ret, $err);
 		}
 	}
 	is($node->safe_psql('postgres', 'SELECT 1'), '1', "$name: the server is up");
