@@ -72,8 +72,9 @@
  * Locking:
  *	- scans share-lock one node page at a time and copy what they need;
  *	- inserts are serialized by a heavyweight lock (VEC_INSERT_LOCK); they
- *	  write the new node first, then add back links page by page, then move
- *	  the entry point in the meta page: a crash in between leaves a node
+ *	  write the new node with its links, in one WAL record with the meta
+ *	  page (counters, and the entry point when the node is the new top),
+ *	  then add back links page by page: a crash in between leaves a node
  *	  that is reachable from fewer neighbours, or from none (VACUUM
  *	  relinks it: vec_reach.c), never a dangling link;
  *	- buffered inserts take no heavyweight lock: appends serialize on the
