@@ -205,11 +205,10 @@ geo_postgis_point_raw(Datum value, bool geography, int32 *srid, double *lat, dou
 }
 
 /*
- * ST_IsValid of a country's border takes milliseconds (GEOS nodes all its
- * rings: 2.5 ms for Brazil, 13 for Russia), as long as counting its points
- * through the index.  Each backend remembers the last few regions it found
- * valid, by their bytes, so a query run again over the same region checks
- * it once.
+ * ST_IsValid of a country's border (GEOS nodes all its rings) can take as
+ * long as counting its points through the index.  Each backend remembers
+ * the last few regions it found valid, by their bytes, so a query run
+ * again over the same region checks it once.
  */
 #define VALID_REGIONS			8
 #define VALID_REGION_MAX_BYTES	(8 * 1024 * 1024)

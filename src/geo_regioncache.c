@@ -5,9 +5,9 @@
  *	  with their coverings.
  *
  * A polygon's region and covering are a pure function of its bytes, the
- * column kind and archer.geo_polygon_max_cells, and they cost far more than
- * the scan of a large polygon needs otherwise: 1.6 ms of 7 for Brazil, whose
- * 2,436 vertices the covering visits again and again.  An application
+ * column kind and archer.geo_polygon_max_cells, and for a polygon of
+ * thousands of vertices they are a large part of its scan: the covering
+ * tests the edges again for every cell it refines.  An application
  * asking about the same polygons over and over (a country, a delivery zone,
  * a prepared statement with the same parameter) builds them once per
  * backend.
@@ -60,14 +60,13 @@ static bool callback_registered;
 
 /*
  * Cells in a polygon's covering: archer.geo_polygon_max_cells, or fewer for
- * a polygon of few vertices.  Each cell costs its evaluation (about 1.4 us
- * with the cells it rules out), each entry in a partial cell its decoding
- * and point test (about 0.1 us, less against few edges); a boundary of few
- * edges needs few cells to follow it.  Over 2M points: Singapore's 4
- * vertices 0.157 ms with 8 cells, 0.169 with 16; Luxembourg's 45 0.255 ms
- * with 53-64 cells, 0.30 with 16 and 0.305 with 128.  Large countries
- * gain up to 512 cells (the default maximum): Germany 9.8 -> 7.4 ms from
- * 128, Brazil 8.4 -> 7.2, Russia 14.2 -> 12.7, little more with 1024.
+ * a polygon of few vertices.  Each cell costs its evaluation (with the
+ * cells it rules out), each entry in a partial cell its decoding and point
+ * test, an order of magnitude less; more cells trade the first for the
+ * second.  A boundary of few edges needs few cells to follow it, so past
+ * about one cell per vertex more cells only cost; a long boundary keeps
+ * gaining up to the default maximum.  (Measured figures:
+ * docs/benchmarks-history.md, "Figures once in code comments".)
  */
 static int
 polygon_covering_cells(const GeoRegion *region)

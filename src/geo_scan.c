@@ -78,10 +78,10 @@
 /*
  * A cell holding an entry and the one this many places after it in key
  * order is judged as a whole (relate_crowd).  The region remembers each
- * decision, so with a cached region even a pair pays: dev cluster, Brazil
- * 4.9 ms with 8, 4.4 with 2, 4.3 with 1 (but slower the first time).  A
- * finer cell inside one judged PARTIAL is worth a try only this many
- * levels down (a sixteenth of the area).
+ * decision, so with a cached region even a pair pays: the next scan finds
+ * it made (measured: docs/benchmarks-history.md, "Figures once in code
+ * comments").  A finer cell inside one judged PARTIAL is worth a try only
+ * this many levels down (a sixteenth of the area).
  */
 #define GEO_CROWD_ENTRIES			2
 #define GEO_CROWD_LEVEL_STEP		2
@@ -89,8 +89,9 @@
  * An entry without such a crowd is judged by its cell this many levels
  * below the covering cell (or the PARTIAL cell it is known to be in), and
  * so is an entry whose crowd straddles an edge: only entries very near an
- * edge then decode their points.  Dev cluster, Brazil: 71 points decoded
- * per count of 66,631 rows, instead of 4,500; 5, 8 and 12 levels alike.
+ * edge then decode their points, a few in a thousand instead of most of
+ * those in partial cells.  The depth matters little between 5 and 12
+ * levels.
  */
 #define GEO_LONE_LEVELS			8
 /*
@@ -1348,7 +1349,9 @@ next_ring(IndexScanDesc scan)
 	cap = georegion_cap(so->center, -1.0, so->ring_angle >= M_PI ? 2 * M_PI : so->ring_angle);
 	/*
 	 * No dense cells: a ring has no INSIDE cells, its whole area would
-	 * split.  (Nor sparse ones: k = 100 is 4% slower with cells kept whole.)
+	 * split.  Nor sparse ones (dense_level -1): cells kept whole save
+	 * their children's evaluation but bring in entries beyond the ring,
+	 * each of which the scan ranks by distance; measured, that did not pay.
 	 */
 	ncells = georegion_cover(cap, archer_geo_max_cells, -1, &cells);
 	for (int i = 0; i < ncells; i++)

@@ -20,9 +20,9 @@
  * (magic, version, access method kind) followed by the access method's own
  * fields.
  *
- * Every change to a page goes through GenericXLog (see archer_xlog_*),
- * except during an index build, which writes pages without WAL and then
- * logs them all with log_newpage_range().
+ * Every change to a page is a GenericXLog record (src/README.md lists
+ * them), except during an index build, which writes pages without WAL and
+ * then logs them all with log_newpage_range().
  *
  * Locking: callers take buffer content locks; these helpers never lock or
  * unlock on their own except archer_read_page / archer_new_buffer, which

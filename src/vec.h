@@ -72,8 +72,9 @@
  * Locking:
  *	- scans share-lock one node page at a time and copy what they need;
  *	- inserts are serialized by a heavyweight lock (VEC_INSERT_LOCK); they
- *	  write the new node first, then add back links page by page, then move
- *	  the entry point in the meta page: a crash in between leaves a node
+ *	  write the new node with its links, in one WAL record with the meta
+ *	  page (counters, and the entry point when the node is the new top),
+ *	  then add back links page by page: a crash in between leaves a node
  *	  that is reachable from fewer neighbours, or from none (VACUUM
  *	  relinks it: vec_reach.c), never a dangling link;
  *	- buffered inserts take no heavyweight lock: appends serialize on the
@@ -163,9 +164,10 @@
  * nearest of the rest.  Topping it up to full leaves no free slot for the
  * back links of later nodes, which are what connect a node to the parts of
  * the graph built after it; not topping up at all leaves too few links in
- * tight clusters.  Up to half the slots: on Fashion-MNIST (m 16,
- * ef_construction 64) recall@10 at ef_search 20 went from 0.956 (full) and
- * 0.972 (none) to 0.983, and the build got a third faster.
+ * tight clusters.  Up to half the slots keeps room for later back links
+ * and enough links in clusters: it gave better recall than either, and a
+ * faster build than topping up to full (docs/benchmarks-history.md,
+ * "Figures once in code comments").
  */
 #define VEC_TOPUP_SLOTS(nslots)	((nslots) / 2)
 #define VEC_MIN_M				2

@@ -22,6 +22,7 @@ use Test::More;
 use Time::HiRes qw(time);
 use FindBin;
 use lib "$FindBin::RealBin/../perl";
+use ArcherTest;
 use ArcherVerify;
 
 my $ROUNDS = $ENV{ARCHER_LONG_TESTS} ? 12 : 5;
@@ -75,41 +76,8 @@ CREATE INDEX geo_unlogged_archer ON geo_unlogged USING archer_geo (p);
 INSERT INTO geo_unlogged SELECT i, point(i % 360 - 180, (i % 179) - 89) FROM generate_series(1, 3000) i;
 });
 
-# The standby's log: redo inconsistencies and crashes stop everything.
-sub standby_log_problems
-{
-	my ($node, $allow_promotion_fatal) = @_;
-	my @bad;
-	for my $line (split /\n/, slurp_file($node->logfile))
-	{
-		next unless $line =~ /inconsistent page|PANIC|TRAP:|terminated by signal|FATAL/;
-		# a rejected connection attempt while the server starts up
-		next if $line =~ /FATAL:  the database system is (starting up|not yet accepting connections)/;
-		next
-		  if $allow_promotion_fatal
-		  && $line =~ /FATAL:  terminating walreceiver process due to administrator command/;
-		push @bad, $line;
-	}
-	return @bad;
-}
-
-# Wait until the standby has replayed everything the primary wrote; give up
-# early if the standby's log shows redo failed.
-sub catch_up
-{
-	my $target = $primary->lsn('insert');
-	my $deadline = time() + $PostgreSQL::Test::Utils::timeout_default;
-	while (time() < $deadline)
-	{
-		my @bad = standby_log_problems($standby, 0);
-		die "standby redo failed:\n" . join("\n", @bad) . "\n" if @bad;
-		my ($ret, $out) = $standby->psql('postgres',
-			"SELECT pg_last_wal_replay_lsn() >= '$target'::pg_lsn");
-		last if $ret == 0 && $out eq 't';
-		Time::HiRes::sleep(0.2);
-	}
-	$primary->wait_for_catchup($standby, 'replay', $target);
-}
+# A promotion stops the standby's walreceiver with a FATAL
+my $PROMOTION_FATAL = qr/FATAL:  terminating walreceiver process due to administrator command/;
 
 # The fixed query set: name => SQL returning one text value (ids in order)
 # (ORDER BY id + 0, not id: from PostgreSQL 16 on an aggregate's ORDER BY id
@@ -144,17 +112,20 @@ for my $name (sort keys %queries)
 	like($plan, qr/Index (Only )?Scan using geo(_small)?_archer/, "$name uses the archer_geo index");
 }
 
-sub compare_nodes
+# The standby answers every query as the primary does, and both as a
+# sequential scan on the primary
+sub compare_standby
 {
 	my ($label) = @_;
-	for my $name (sort keys %queries)
-	{
-		my $seq = answer($primary, $SEQ_ONLY, $name);
-		my $on_primary = answer($primary, $INDEX_ONLY, $name);
-		my $on_standby = answer($standby, $INDEX_ONLY, $name);
-		is($on_primary, $seq, "$label: $name: primary index scan = sequential scan");
-		is($on_standby, $seq, "$label: $name: standby index scan = primary sequential scan");
-	}
+	compare_nodes(
+		$primary, $standby, $INDEX_ONLY, $SEQ_ONLY,
+		[ sort keys %queries ],
+		sub { $queries{ $_[0] } },
+		sub {
+			my ($name, $on_primary, $on_standby, $seq) = @_;
+			is($on_primary, $seq, "$label: $name: primary index scan = sequential scan");
+			is($on_standby, $seq, "$label: $name: standby index scan = primary sequential scan");
+		});
 	# the answers are not trivially empty
 	my @ids = split /,/, answer($primary, $INDEX_ONLY, 'radius_paris');
 	cmp_ok(scalar(@ids), '>', 100, "$label: the Paris radius query finds many rows");
@@ -190,8 +161,8 @@ sub verify_primary
 	verify_one_entry_per_row($node, 'archer_geo_verify', 'geo_small_archer', 'geo_small', $label);
 }
 
-catch_up();
-compare_nodes('after build');
+catch_up($primary, $standby);
+compare_standby('after build');
 verify_standby('after build', 'geo_archer',
 	$primary->safe_psql('postgres', 'SELECT count(*) FROM geo'));
 
@@ -230,10 +201,10 @@ INSERT INTO geo
   SELECT $id2 + i, point(2.35 + (random() - 0.5) * 0.5, 48.85 + (random() - 0.5) * 0.5)
   FROM generate_series(1, $n2) i;
 });
-	catch_up();
-	compare_nodes("round $round");
+	catch_up($primary, $standby);
+	compare_standby("round $round");
 	verify_primary($primary, "round $round");
-	catch_up();    # verify_primary may have vacuumed again
+	catch_up($primary, $standby);    # verify_primary may have vacuumed again
 	verify_standby("round $round", 'geo_archer',
 		$primary->safe_psql('postgres', 'SELECT count(*) FROM geo'));
 	# the small index has had its root split once it holds more than one leaf
@@ -247,7 +218,7 @@ cmp_ok($pages_at_end, '>', $pages_at_start,
 	"inserts split leaves of geo_archer ($pages_at_start -> $pages_at_end pages)");
 ok($small_root_split, 'the root of geo_small_archer split (meta page changed)');
 
-my @problems = standby_log_problems($standby, 0);
+my @problems = log_problems($standby);
 is(scalar(@problems), 0, 'standby log: no inconsistent page, FATAL or PANIC during redo')
   or diag(join("\n", @problems));
 
@@ -295,7 +266,7 @@ is( $standby->safe_psql(
 		'postgres', "$SEQ_ONLY SELECT count(*) FROM geo_unlogged WHERE archer_dwithin(p, point(0, 0), 2000000)"),
 	'promoted: the unlogged index takes inserts and answers like a sequential scan');
 
-@problems = standby_log_problems($standby, 1);
+@problems = log_problems($standby, $PROMOTION_FATAL);
 is(scalar(@problems), 0, 'promoted standby log: no inconsistent page, FATAL or PANIC')
   or diag(join("\n", @problems));
 

@@ -25,6 +25,9 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(time);
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use ArcherTest;
 
 my $CYCLES = $ENV{ARCHER_LONG_TESTS} ? 30 : 5;
 my $BATCH = 200;    # rows per batch
@@ -92,19 +95,6 @@ my @queries = (
 my $INDEX_ONLY = 'SET enable_seqscan = off; SET enable_bitmapscan = off; SET enable_indexscan = on;';
 my $SEQ_ONLY = 'SET enable_seqscan = on; SET enable_bitmapscan = off; SET enable_indexscan = off;';
 
-sub check_answers
-{
-	my ($label, $table) = @_;
-	for my $q (@queries)
-	{
-		my ($name, $sql) = @$q;
-		$sql =~ s/%t/$table/g;
-		my $by_index = $node->safe_psql('postgres', "$INDEX_ONLY $sql");
-		my $by_seq = $node->safe_psql('postgres', "$SEQ_ONLY $sql");
-		is($by_index, $by_seq, "$label: $table: $name: index = sequential scan");
-	}
-}
-
 my @TABLES = qw(crash crash_full crash_root crash_deep);
 
 # meta page: root block at byte 104, root level at 108; page flags at 8188
@@ -138,29 +128,21 @@ for my $table (@TABLES)
 }
 
 # the script one session runs: batches of inserts, each acknowledged
-sub batch_script
+sub insert_batches
 {
 	my ($cycle, $session, $table, $with_vacuum) = @_;
-	my $script = "SELECT setseed(0.$cycle$session);\n";
-	for my $k (1 .. $SENT)
-	{
+	return batch_script("0.$cycle$session", $SENT, sub {
+		my ($k) = @_;
 		my $b = $cycle * 1000 + $session * 100 + $k;
 		$batches{$b} = { table => $table, expected => undef, acked => 0 };
 		# half the rows near Paris (contention on the same leaves), half anywhere
-		$script .= "INSERT INTO $table SELECT ${b}::bigint * 1000 + i, $b, CASE WHEN i % 2 = 0 "
-		  . "THEN point(2.35 + (random() - 0.5), 48.85 + (random() - 0.5)) "
-		  . "ELSE point(random() * 360 - 180, degrees(asin(random() * 2 - 1))) END "
-		  . "FROM generate_series(1, $BATCH) i;\n\\echo ack $b\n";
-		$script .= "VACUUM (INDEX_CLEANUP ON) $table;\n" if $with_vacuum && $k % 4 == 0;
-	}
-	return $script;
-}
-
-sub acked_batches
-{
-	my ($bg) = @_;
-	eval { $bg->{run}->pump_nb(); };
-	return map { $_ + 0 } ($bg->{stdout} =~ /^ack (\d+)$/mg);
+		return ($b,
+			"INSERT INTO $table SELECT ${b}::bigint * 1000 + i, $b, CASE WHEN i % 2 = 0 "
+			  . "THEN point(2.35 + (random() - 0.5), 48.85 + (random() - 0.5)) "
+			  . "ELSE point(random() * 360 - 180, degrees(asin(random() * 2 - 1))) END "
+			  . "FROM generate_series(1, $BATCH) i",
+			$with_vacuum && $k % 4 == 0 ? "VACUUM (INDEX_CLEANUP ON) $table;\n" : '');
+	});
 }
 
 for my $cycle (1 .. $CYCLES)
@@ -180,10 +162,10 @@ for my $cycle (1 .. $CYCLES)
 	$s3->query_safe("BEGIN; INSERT INTO crash SELECT ${open_batch}::bigint * 1000 + i, $open_batch, point(i % 360 - 180, 0) FROM generate_series(1, $BATCH) i;");
 	$batches{$open_batch} = { table => 'crash', expected => 0, acked => 0, open => 1 };
 
-	$s1->{stdin} .= batch_script($cycle, 1, 'crash', 0);
+	$s1->{stdin} .= insert_batches($cycle, 1, 'crash', 0);
 	# session 2 writes to a different table each cycle
 	my $s2_table = (qw(crash_full crash_deep crash_root crash))[ ($cycle - 1) % 4 ];
-	$s2->{stdin} .= batch_script($cycle, 2, $s2_table, 1);
+	$s2->{stdin} .= insert_batches($cycle, 2, $s2_table, 1);
 
 	# crash after a varying number of batches, while both are still busy
 	my $crash_after = 3 + ($cycle * 7) % 9;
@@ -245,7 +227,7 @@ for my $cycle (1 .. $CYCLES)
 
 	# the big tables only when they were written to
 	my @check = grep { $_ eq 'crash' || $_ eq 'crash_full' || $_ eq $s2_table } @TABLES;
-	check_answers("cycle $cycle", $_) for @check;
+	check_answers($node, \@queries, $INDEX_ONLY, $SEQ_ONLY, "cycle $cycle", $_) for @check;
 	for my $table (@check)
 	{
 		my $index = "${table}_archer";
@@ -308,7 +290,7 @@ cmp_ok(internal_pages('crash_deep_archer'), '>', 3, 'an internal page of crash_d
 # a last look at every table, and VACUUM + verify
 for my $table (@TABLES)
 {
-	check_answers('at the end', $table);
+	check_answers($node, \@queries, $INDEX_ONLY, $SEQ_ONLY, 'at the end', $table);
 	$node->safe_psql('postgres', "VACUUM (INDEX_CLEANUP ON) $table");
 	is($node->safe_psql('postgres', "SELECT archer_geo_verify('${table}_archer') - (SELECT count(*) FROM $table)"),
 		'0', "at the end: ${table}_archer verifies with one entry per row");

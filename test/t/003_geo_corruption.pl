@@ -33,6 +33,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use FindBin;
 use lib "$FindBin::RealBin/../perl";
+use ArcherTest;
 use ArcherPageEdit;
 
 my $LEAF = 2;    # a leaf with a left and a right sibling
@@ -158,56 +159,6 @@ sub run_sql
 	return ($ret, $out, $err);
 }
 
-sub check_error
-{
-	my ($label, $expect, $c, $ret, $err) = @_;
-	my $idx = $c->{index};
-	my $blk = $c->{block};
-	if ($expect eq 'any')
-	{
-		# an answer or an ERROR, but the backend lived and the server answers
-		unlike($err // '', qr/server closed the connection|terminated abnormally|connection to server was lost/,
-			"$label: no crash");
-		is($node->safe_psql('postgres', 'SELECT 1'), '1', "$label: the server still answers");
-		return;
-	}
-	isnt($ret, 0, "$label: fails");
-	if ($expect eq 'block')
-	{
-		like($err, qr/ERROR:  XX002: index "$idx" contains a corrupted page at block $blk\b/,
-			"$label: corrupted page error names the index and block $blk");
-	}
-	elsif ($expect eq 'corrupt')
-	{
-		like($err, qr/ERROR:  XX002: index "$idx" contains a corrupted page at block \d+/,
-			"$label: corrupted page error names the index");
-	}
-	elsif ($expect eq 'wrong_point')
-	{
-		like($err, qr/ERROR:  XX002: index "$idx" holds a wrong point for the row at \(\d+,\d+\)/,
-			"$label: wrong point error names the index");
-	}
-	elsif ($expect eq 'missing')
-	{
-		like($err, qr/ERROR:  XX002: index "$idx" has no entry for the row at \(\d+,\d+\)/,
-			"$label: missing entry error names the index");
-	}
-	elsif ($expect eq 'bufmgr')
-	{
-		# (17 reads in vectors: "could not read blocks 40..40 in file")
-		like($err, qr/ERROR:  (XX001: could not read blocks? \d+(\.\.\d+)? in file|58P01: could not open file "[^"]*" \(target block \d+\))/,
-			"$label: the buffer manager reports the read past the end");
-		return;
-	}
-	elsif ($expect eq 'pg')
-	{
-		like($err, qr/ERROR:  XX001: invalid page in block $blk of relation /,
-			"$label: PostgreSQL reports the invalid page header of block $blk");
-		return;
-	}
-	like($err, qr/HINT:  Please REINDEX it\./, "$label: hint says to REINDEX");
-}
-
 sub server_alive
 {
 	my ($label) = @_;
@@ -222,7 +173,7 @@ for my $case (@cases)
 	my ($table, $index) = ($c->{table}, $c->{index});
 
 	my ($ret, $out, $err) = run_sql("SELECT archer_geo_verify('$index')");
-	check_error("$name: archer_geo_verify", $verify_expect, $c, $ret, $err);
+	check_error($node, "$name: archer_geo_verify", $verify_expect, $c, $ret, $err);
 	server_alive("$name: after archer_geo_verify");
 
 	my ($x, $y) = split /\|/, $node->safe_psql('postgres', "SELECT p[0], p[1] FROM $table WHERE ctid = '$c->{tid}'");
@@ -247,7 +198,7 @@ for my $case (@cases)
 		}
 		else
 		{
-			check_error("$name: $scan scan", $expect eq 'exact' ? 'bufmgr' : $expect, $c, $ret, $err);
+			check_error($node, "$name: $scan scan", $expect eq 'exact' ? 'bufmgr' : $expect, $c, $ret, $err);
 		}
 		server_alive("$name: after $scan scan");
 	}

@@ -13,6 +13,9 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use ArcherTest;
 
 my $node = PostgreSQL::Test::Cluster->new('verify_priv');
 $node->init;
@@ -31,17 +34,10 @@ INSERT INTO alice_s.pts SELECT i, point(i % 360 - 180, (i % 170) - 85) FROM gene
 CREATE INDEX pts_archer ON alice_s.pts USING archer_geo (p);
 });
 
-sub as_role
-{
-	my ($role, $sql) = @_;
-	my ($ret, $out, $err) = $node->psql('postgres', "SET ROLE $role; $sql");
-	return ($ret, $out, $err);
-}
-
 # no concurrent activity: the owner verifies, bob is refused
-my ($ret, $out, $err) = as_role('alice', "SELECT archer_geo_verify('alice_s.pts_archer')");
+my ($ret, $out, $err) = as_role($node, 'alice', "SELECT archer_geo_verify('alice_s.pts_archer')");
 is($out, '3000', 'the owner verifies the index');
-($ret, $out, $err) = as_role('bob', "SELECT archer_geo_verify('alice_s.pts_archer')");
+($ret, $out, $err) = as_role($node, 'bob', "SELECT archer_geo_verify('alice_s.pts_archer')");
 like($err, qr/must be owner of index pts_archer/, 'a non-owner is refused');
 
 # alice has a write in progress
@@ -49,7 +45,7 @@ my $writer = $node->background_psql('postgres');
 $writer->query_safe("SET ROLE alice; BEGIN; INSERT INTO alice_s.pts VALUES (0, point(1, 1));");
 
 # bob is still refused, at once, instead of waiting for the table lock
-($ret, $out, $err) = as_role('bob',
+($ret, $out, $err) = as_role($node, 'bob',
 	"SET lock_timeout = '2s'; SELECT archer_geo_verify('alice_s.pts_archer')");
 like($err, qr/must be owner of index pts_archer/,
 	'a non-owner is refused without first waiting for a lock on the table')
@@ -57,7 +53,7 @@ like($err, qr/must be owner of index pts_archer/,
 unlike($err, qr/lock timeout/, 'the non-owner did not queue for the ShareLock');
 
 # the owner's verify waits for the writer (ShareLock), as documented
-($ret, $out, $err) = as_role('alice',
+($ret, $out, $err) = as_role($node, 'alice',
 	"SET lock_timeout = '500ms'; SELECT archer_geo_verify('alice_s.pts_archer')");
 like($err, qr/canceling statement due to lock timeout/,
 	"the owner's verify waits for the open write");
@@ -65,7 +61,7 @@ like($err, qr/canceling statement due to lock timeout/,
 $writer->query_safe('COMMIT');
 $writer->quit;
 
-($ret, $out, $err) = as_role('alice', "SELECT archer_geo_verify('alice_s.pts_archer')");
+($ret, $out, $err) = as_role($node, 'alice', "SELECT archer_geo_verify('alice_s.pts_archer')");
 is($out, '3001', 'after the commit the owner verifies every row');
 
 $node->stop;

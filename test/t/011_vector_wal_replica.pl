@@ -44,6 +44,9 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(time);
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use ArcherTest;
 
 my $t_start = time();
 my $ROUNDS = $ENV{ARCHER_LONG_TESTS} ? 8 : 3;
@@ -119,41 +122,16 @@ CREATE INDEX vu_l2 ON vu USING archer_vector (v);
 note(sprintf('index builds took %.1f s', time() - $t0));
 $primary->safe_psql('postgres', 'SELECT setseed(0.77);' . rows_sql('vu', 1, 1500));
 
-# Problems in a node's log; after the primary's crash the standby's
-# walreceiver loses and retries its connection, which is allowed then.
-sub log_problems
-{
-	my ($node, $allow_reconnect) = @_;
-	my @bad;
-	for my $line (split /\n/, slurp_file($node->logfile))
-	{
-		next unless $line =~ /inconsistent page|PANIC|TRAP:|terminated by signal|FATAL/;
-		next if $line =~ /FATAL:  the database system is (starting up|not yet accepting connections|shutting down|in recovery mode)/;
-		next
-		  if $allow_reconnect
-		  && $line =~ /FATAL:  (could not receive data from WAL stream|could not connect to the primary server|terminating walreceiver)/;
-		push @bad, $line;
-	}
-	return @bad;
-}
-
-# Wait until the standby replayed everything the primary wrote; give up
-# early if its log shows that redo failed.
-sub catch_up
+# FATALs the standby's log may hold: connections refused while it shuts
+# down or recovers, and after the primary's crash (allow_reconnect) its
+# walreceiver losing and retrying its connection
+sub standby_fatals
 {
 	my ($allow_reconnect) = @_;
-	my $target = $primary->lsn('insert');
-	my $deadline = time() + $PostgreSQL::Test::Utils::timeout_default;
-	while (time() < $deadline)
-	{
-		my @bad = log_problems($standby, $allow_reconnect);
-		die "standby redo failed:\n" . join("\n", @bad) . "\n" if @bad;
-		my ($ret, $out) = $standby->psql('postgres',
-			"SELECT pg_last_wal_replay_lsn() >= '$target'::pg_lsn");
-		last if $ret == 0 && $out eq 't';
-		Time::HiRes::sleep(0.2);
-	}
-	$primary->wait_for_catchup($standby, 'replay', $target);
+	return (qr/FATAL:  the database system is (shutting down|in recovery mode)/,
+		$allow_reconnect
+		? qr/FATAL:  (could not receive data from WAL stream|could not connect to the primary server|terminating walreceiver)/
+		: ());
 }
 
 my $INDEX_ONLY = 'SET enable_seqscan = off; SET enable_bitmapscan = off; SET enable_indexscan = on;';
@@ -176,13 +154,17 @@ my @CONFIGS = (
 my %MIN_RECALL = (vt_l2 => 0.9, vt_cos => undef, ve_a => undef);
 
 # "id:distance,..." of the top K for each query, one line per query
+sub knn_sql
+{
+	my ($table, $col, $op) = @_;
+	return qq{SELECT q.qid, (SELECT string_agg(id || ':' || d, ',')
+               FROM (SELECT id, $col $op q.$col AS d FROM $table ORDER BY $col $op q.$col LIMIT $K) s)
+FROM vq q ORDER BY q.qid};
+}
 sub knn
 {
 	my ($node, $settings, $table, $col, $op) = @_;
-	return $node->safe_psql('postgres', qq{$settings
-SELECT q.qid, (SELECT string_agg(id || ':' || d, ',')
-               FROM (SELECT id, $col $op q.$col AS d FROM $table ORDER BY $col $op q.$col LIMIT $K) s)
-FROM vq q ORDER BY q.qid});
+	return $node->safe_psql('postgres', "$settings " . knn_sql($table, $col, $op));
 }
 
 # recall of the index's answers against the exact ones: a row counts when
@@ -213,32 +195,37 @@ sub live_rows
 }
 
 my $plans_checked = 0;
-sub compare_nodes
+# The standby's kNN answers are the primary's, with the recall asserted
+# against a sequential scan and a full LIMIT
+sub compare_standby
 {
 	my ($label, $allow_reconnect) = @_;
-	catch_up($allow_reconnect);
-	for my $c (@CONFIGS)
-	{
-		my ($name, $table, $col, $op, $index) = @$c;
-		if (!$plans_checked)
-		{
-			like($primary->safe_psql('postgres',
-					"$INDEX_ONLY EXPLAIN (COSTS OFF) SELECT id FROM $table ORDER BY $col $op (SELECT $col FROM vq WHERE qid = 1) LIMIT $K"),
-				qr/Index Scan using $index on $table/, "$name: the plan uses $index");
-		}
-		my $on_primary = knn($primary, $INDEX_ONLY, $table, $col, $op);
-		my $on_standby = knn($standby, $INDEX_ONLY, $table, $col, $op);
-		my $exact = knn($primary, $SEQ_ONLY, $table, $col, $op);
-		is($on_standby, $on_primary, "$label: $name: standby kNN answers = primary's");
-		my $r = recall($on_primary, $exact);
-		note(sprintf('%s: %s: recall@%d = %.3f', $label, $name, $K, $r));
-		my $min = $MIN_RECALL{$index};
-		cmp_ok($r, '>=', $min, "$label: $name: recall\@$K >= $min against a sequential scan")
-		  if defined $min;
-		my $n = () = $on_primary =~ /:/g;
-		my $want = 40 * (live_rows($primary, $table, $col) < $K ? live_rows($primary, $table, $col) : $K);
-		is($n, $want, "$label: $name: every query returns $K rows");
-	}
+	catch_up($primary, $standby, standby_fatals($allow_reconnect));
+	compare_nodes(
+		$primary, $standby, $INDEX_ONLY, $SEQ_ONLY, \@CONFIGS,
+		sub {
+			my ($name, $table, $col, $op) = @{ $_[0] };
+			return knn_sql($table, $col, $op);
+		},
+		sub {
+			my ($c, $on_primary, $on_standby, $exact) = @_;
+			my ($name, $table, $col, $op, $index) = @$c;
+			if (!$plans_checked)
+			{
+				like($primary->safe_psql('postgres',
+						"$INDEX_ONLY EXPLAIN (COSTS OFF) SELECT id FROM $table ORDER BY $col $op (SELECT $col FROM vq WHERE qid = 1) LIMIT $K"),
+					qr/Index Scan using $index on $table/, "$name: the plan uses $index");
+			}
+			is($on_standby, $on_primary, "$label: $name: standby kNN answers = primary's");
+			my $r = recall($on_primary, $exact);
+			note(sprintf('%s: %s: recall@%d = %.3f', $label, $name, $K, $r));
+			my $min = $MIN_RECALL{$index};
+			cmp_ok($r, '>=', $min, "$label: $name: recall\@$K >= $min against a sequential scan")
+			  if defined $min;
+			my $n = () = $on_primary =~ /:/g;
+			my $want = 40 * (live_rows($primary, $table, $col) < $K ? live_rows($primary, $table, $col) : $K);
+			is($n, $want, "$label: $name: every query returns $K rows");
+		});
 	$plans_checked = 1;
 }
 
@@ -309,7 +296,7 @@ sub verify_nodes
 }
 
 # the index on the empty table, before any row: valid, empty, on both nodes
-catch_up(0);
+catch_up($primary, $standby, standby_fatals(0));
 for my $node ($primary, $standby)
 {
 	is($node->safe_psql('postgres', "SELECT archer_vector_verify('ve_a')"), '0',
@@ -317,7 +304,7 @@ for my $node ($primary, $standby)
 	is($node->safe_psql('postgres', "$INDEX_ONLY SELECT count(*) FROM (SELECT id FROM ve ORDER BY a <-> '{1,2,3,4,5,6,7,8}' LIMIT 5) s"), '0',
 		'empty-table index scan returns nothing on ' . $node->name);
 }
-compare_nodes('after build', 0);
+compare_standby('after build', 0);
 verify_nodes('after build', $primary, $standby);
 # the page check can fail: ve_a holds none of vt's rows
 is(unindexed_rows($primary, 'vt', 'v', 've_a'), live_rows($primary, 'vt', 'v'),
@@ -338,12 +325,12 @@ for my $round (1 .. $ROUNDS)
 	$primary->safe_psql('postgres', 'VACUUM (INDEX_CLEANUP ON) ve');
 	$primary->safe_psql('postgres',
 		"SELECT setseed(0.5$round);" . rows_sql('vt', $id2, $n2) . ';' . rows_sql_array('ve', $id2, 60));
-	compare_nodes("round $round", 0);
+	compare_standby("round $round", 0);
 	verify_nodes("round $round", $primary, $standby);
 	note(sprintf('round %d took %.1f s', $round, time() - $t0));
 }
 
-my @problems = log_problems($standby, 0);
+my @problems = log_problems($standby, standby_fatals(0));
 is(scalar(@problems), 0, 'standby log: no inconsistent page, FATAL or PANIC during redo')
   or diag(join("\n", @problems));
 my ($ret, $out, $err) = $standby->psql('postgres', 'SELECT count(*) FROM vu');
@@ -356,23 +343,15 @@ is($primary->safe_psql('postgres', "SELECT archer_vector_verify('vu_l2')"), '150
 # ---------------------------------------------------------------------------
 my $BATCH = 100;
 my %batches;
-sub batch_script
+# a session's batches of inserts, each acknowledged once committed
+sub insert_batches
 {
 	my ($session) = @_;
-	my $script = "SELECT setseed(0.9$session);\n";
-	for my $k (1 .. 60)
-	{
-		my $b = $session * 1000 + $k;
+	return batch_script("0.9$session", 60, sub {
+		my $b = $session * 1000 + $_[0];
 		$batches{$b} = 0;
-		$script .= rows_sql('vt', 1_000_000 + $b * $BATCH, $BATCH) . ";\n\\echo ack $b\n";
-	}
-	return $script;
-}
-sub acked
-{
-	my ($bg) = @_;
-	eval { $bg->{run}->pump_nb(); };
-	return map { $_ + 0 } ($bg->{stdout} =~ /^ack (\d+)$/mg);
+		return ($b, rows_sql('vt', 1_000_000 + $b * $BATCH, $BATCH));
+	});
 }
 
 my $s1 = $primary->background_psql('postgres', on_error_stop => 1);
@@ -380,19 +359,19 @@ my $s2 = $primary->background_psql('postgres', on_error_stop => 1);
 my $s3 = $primary->background_psql('postgres', on_error_stop => 1);
 # an open transaction: its rows must not show up after the crash
 $s3->query_safe('BEGIN; ' . rows_sql('vt', 2_000_000, $BATCH));
-$s1->{stdin} .= batch_script(1);
-$s2->{stdin} .= batch_script(2);
+$s1->{stdin} .= insert_batches(1);
+$s2->{stdin} .= insert_batches(2);
 my @acked;
 my $deadline = time() + 60;
 while (time() < $deadline)
 {
-	@acked = (acked($s1), acked($s2));
+	@acked = (acked_batches($s1), acked_batches($s2));
 	last if @acked >= 6;
 	Time::HiRes::sleep(0.01);
 }
 cmp_ok(scalar(@acked), '>=', 6, 'at least 6 batches acknowledged before the crash');
 $primary->stop('immediate');
-@acked = (acked($s1), acked($s2));
+@acked = (acked_batches($s1), acked_batches($s2));
 eval { $_->quit; } for ($s1, $s2, $s3);
 $primary->start;
 
@@ -443,7 +422,7 @@ for my $c (@CONFIGS[0, 1])
 	note("$what: $out rows, $want by a sequential scan");
 }
 $primary->safe_psql('postgres', 'VACUUM (INDEX_CLEANUP ON) vt');
-compare_nodes('after the crash', 1);
+compare_standby('after the crash', 1);
 verify_nodes('after the crash and VACUUM', $primary, $standby);
 
 # the unlogged index: reset from its init fork, empty, valid, usable
@@ -464,7 +443,7 @@ is($primary->safe_psql('postgres', "SELECT archer_vector_verify('vu_l2')"), '120
 # its rows
 $primary->safe_psql('postgres', 'REINDEX INDEX ve_a; REINDEX INDEX vt_cos;');
 $MIN_RECALL{ve_a} = 0.9;
-compare_nodes('after REINDEX', 1);
+compare_standby('after REINDEX', 1);
 verify_nodes('after REINDEX', $primary, $standby);
 
 # ---------------------------------------------------------------------------
@@ -501,11 +480,11 @@ is($primary->safe_psql('postgres', "$INDEX_ONLY $vz_knn"), $vz_exact,
 	"crash during the first insert: the index answers like a sequential scan ($vz_exact)");
 $primary->safe_psql('postgres', 'VACUUM (INDEX_CLEANUP ON) vz');
 verify_index($primary, 'crash during the first insert', 'vz_a', '==', 300);
-catch_up(1);
+catch_up($primary, $standby, standby_fatals(1));
 is($standby->safe_psql('postgres', "$INDEX_ONLY $vz_knn"), $vz_exact,
 	'crash during the first insert: the standby answers the same');
 
-@problems = log_problems($standby, 1);
+@problems = log_problems($standby, standby_fatals(1));
 is(scalar(@problems), 0, 'standby log: no inconsistent page, FATAL (besides reconnecting) or PANIC')
   or diag(join("\n", @problems));
 my @crash = grep { /PANIC|TRAP:|inconsistent page/ } split /\n/, slurp_file($primary->logfile);

@@ -34,6 +34,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use FindBin;
 use lib "$FindBin::RealBin/../perl";
+use ArcherTest;
 use ArcherPageEdit;
 
 my $NODES = 2;    # the first node page; the entry point is its first node
@@ -45,24 +46,15 @@ $node->start;
 is($node->safe_psql('postgres', 'SHOW data_checksums'), 'off', 'data checksums are off');
 $node->safe_psql('postgres', 'CREATE EXTENSION archer');
 
-
-# offset and length of the tuple at line pointer $n (1-based)
-sub item
-{
-	my ($page, $n) = @_;
-	my $lp = u32($page, 24 + 4 * ($n - 1));
-	return ($lp & 0x7fff, $lp >> 17);
-}
-
 # the first layer-0 link slot of the first node: 16-byte header + 16-byte code
-sub first_link { my ($page) = @_; my ($off) = item($page, 1); return $off + 32; }
+sub first_link { my ($page) = @_; my ($off) = line_pointer($page, 1); return $off + 32; }
 
 # the filter value (low 32 bits) of the node at ($blk, $off)
 sub filter_value_at
 {
 	my ($path, $blk, $off) = @_;
 	my $p = read_block($path, $blk);
-	my ($start, $len) = item($p, $off);
+	my ($start, $len) = line_pointer($p, $off);
 	return u32($p, $start + $len - 8);
 }
 
@@ -71,7 +63,7 @@ sub filter_value_at
 sub link_other_value
 {
 	my ($page, $path) = @_;
-	my ($off, $len) = item($page, 1);
+	my ($off, $len) = line_pointer($page, 1);
 	my $own = u32($page, $off + $len - 8);
 	for my $s (0 .. 31)
 	{
@@ -97,7 +89,7 @@ my @cases = (
 	[ zeroed => $NODES, sub { "\0" x $BLCKSZ }, 'corrupt', 'block' ],
 	[ pd_special => $NODES, sub { set_u16($_[0], 16, 8176) }, 'block', 'block' ],
 	# the entry node says it lives on 20 layers: its size no longer matches
-	[ node_level => $NODES, sub { my ($off) = item($_[0], 1); substr($_[0], $off + 6, 1) = chr(20); $_[0] },
+	[ node_level => $NODES, sub { my ($off) = line_pointer($_[0], 1); substr($_[0], $off + 6, 1) = chr(20); $_[0] },
 	  'block', 'block' ],
 	# the entry node's line pointer is 4 bytes short
 	[ item_length => $NODES, sub {
@@ -154,18 +146,6 @@ $node->start;
 my $INDEX_ONLY = 'SET enable_seqscan = off; SET enable_bitmapscan = off; SET statement_timeout = \'10s\';';
 my $SEQ_ONLY = 'SET enable_indexscan = off; SET enable_bitmapscan = off;';
 
-sub check_error
-{
-	my ($label, $expect, $c, $ret, $err) = @_;
-	my ($idx, $blk) = ($c->{index}, $c->{block});
-	isnt($ret, 0, "$label: fails");
-	like($err, qr/ERROR:  XX002: index "$idx" contains a corrupted page at block ($blk\b|\d+)/,
-		"$label: the corrupted page error names the index") if $expect eq 'corrupt';
-	like($err, qr/ERROR:  XX002: index "$idx" contains a corrupted page at block $blk\b/,
-		"$label: the corrupted page error names the index and block $blk") if $expect eq 'block';
-	like($err, qr/HINT:  Please REINDEX it\./, "$label: the error suggests REINDEX");
-}
-
 for my $case (@cases)
 {
 	my ($name, undef, undef, $verify_expect, $scan_expect) = @$case;
@@ -174,7 +154,7 @@ for my $case (@cases)
 
 	my ($ret, $out, $err) = $node->psql('postgres', "SELECT archer_vector_verify('$idx')",
 		extra_params => [ '-v', 'VERBOSITY=verbose' ]);
-	check_error("$name: archer_vector_verify", $verify_expect, $c, $ret, $err);
+	check_error($node, "$name: archer_vector_verify", $verify_expect, $c, $ret, $err);
 
 	for my $scan ([ plain => 'true' ], [ filtered => 'grp = 3' ])
 	{
@@ -194,7 +174,7 @@ for my $case (@cases)
 		}
 		else
 		{
-			check_error("$name: $label scan", $scan_expect, $c, $ret, $err);
+			check_error($node, "$name: $label scan", $scan_expect, $c, $ret, $err);
 		}
 	}
 	is($node->safe_psql('postgres', 'SELECT 1'), '1', "$name: the server is up");

@@ -30,6 +30,9 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(time);
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use ArcherTest;
 
 my $CYCLES = $ENV{ARCHER_LONG_TESTS} ? 30 : 10;
 my $BATCH = 100;    # rows per batch
@@ -106,33 +109,20 @@ for my $table (@TABLES)
 	}
 }
 
-sub check_answers
-{
-	my ($label, $table) = @_;
-	for my $q (@queries)
-	{
-		my ($name, $sql) = @$q;
-		$sql =~ s/%t/$table/g;
-		is($node->safe_psql('postgres', "$INDEX_ONLY $sql"), $node->safe_psql('postgres', "$SEQ_ONLY $sql"),
-			"$label: $table: $name: index = sequential scan");
-	}
-}
-
 # inserts: acknowledged batches into both tables in turn
 sub insert_script
 {
 	my ($cycle) = @_;
-	my $script = "SELECT setseed(0.$cycle);\n";
-	for my $k (1 .. $SENT)
-	{
+	return batch_script("0.$cycle", $SENT, sub {
+		my ($k) = @_;
 		my $table = $TABLES[ $k % 2 ];
 		my $b = $cycle * 1000 + $k;
 		$batches{$table}{$b} = { acked => 0 };
-		$script .= "INSERT INTO $table SELECT ${b}::bigint * 1000 + i, $b, "
-		  . "point(random() * 360 - 180, degrees(asin(random() * 2 - 1))), "
-		  . vector_sql("i") . " FROM generate_series(1, $BATCH) i;\n\\echo ack $table $b\n";
-	}
-	return $script;
+		return ("$table $b",
+			"INSERT INTO $table SELECT ${b}::bigint * 1000 + i, $b, "
+			  . "point(random() * 360 - 180, degrees(asin(random() * 2 - 1))), "
+			  . vector_sql("i") . " FROM generate_series(1, $BATCH) i");
+	});
 }
 
 # deletes of a residue of the earlier batches, and VACUUM now and then
@@ -242,7 +232,7 @@ for my $cycle (1 .. $CYCLES)
 				  . "ON t.id % 97 = d.n AND t.batch > 0 AND t.batch < d.c * 1000") : '0',
 			'0', "cycle $cycle: $table: acknowledged deletes stay done");
 
-		check_answers("cycle $cycle", $table);
+		check_answers($node, \@queries, $INDEX_ONLY, $SEQ_ONLY, "cycle $cycle", $table);
 	}
 
 	# VACUUM merges and removes dead entries: one entry per row in both indexes

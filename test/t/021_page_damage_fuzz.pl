@@ -192,20 +192,6 @@ sub set_block
 	return $page;
 }
 
-# offsets of the normal tuples of a page with line pointers
-sub tuples
-{
-	my ($page) = @_;
-	my @t;
-	my $n = (u16($page, 12) - 24) / 4;
-	for my $i (1 .. $n)
-	{
-		my $lp = u32($page, 24 + 4 * ($i - 1));
-		push @t, [ $lp & 0x7fff, $lp >> 17 ] if (($lp >> 15) & 3) == 1;
-	}
-	return @t;
-}
-
 sub pick { return $_[ int(rand(@_)) ]; }
 
 # a block number a damaged link may hold
@@ -263,7 +249,7 @@ sub damage
 		my $off = pick(@fields);
 		if ($type eq 'nodes' || ($type eq 'buffer' && $am eq 'v'))
 		{
-			my @t = tuples($page);
+			my @t = map { [ $_->[1], $_->[2] ] } normal_items($page);
 			if (@t)
 			{
 				# a neighbour slot: layer 0 or the filter list (24 slots)
@@ -330,7 +316,7 @@ sub damage
 	}
 	elsif ($kind eq 'tuple')
 	{
-		my @t = tuples($page);
+		my @t = map { [ $_->[1], $_->[2] ] } normal_items($page);
 		if (@t)
 		{
 			my $off = $t[ int(rand(@t)) ][0];

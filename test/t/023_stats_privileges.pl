@@ -12,6 +12,9 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use ArcherTest;
 
 my $node = PostgreSQL::Test::Cluster->new('stats_priv');
 $node->init;
@@ -34,31 +37,24 @@ INSERT INTO alice_s.vecs VALUES (1, '[1,0,0]'), (2, '[0,1,0]');
 CREATE INDEX vecs_vec ON alice_s.vecs USING archer_vector (v);
 });
 
-sub as_role
-{
-	my ($role, $sql) = @_;
-	return $node->psql('postgres',
-		"SET statement_timeout = '60s'; SET lock_timeout = '2s'; SET ROLE $role; $sql");
-}
-
 my $list = 'SELECT index FROM archer_index_stats ORDER BY 1::text';
-my ($ret, $out, $err) = as_role('alice', $list);
+my ($ret, $out, $err) = as_role($node, 'alice', $list);
 is($out, "alice_s.pts_geo\nalice_s.vecs_vec", 'the owner sees her indexes');
-($ret, $out, $err) = as_role('carol', $list);
+($ret, $out, $err) = as_role($node, 'carol', $list);
 is($out, "alice_s.pts_geo\nalice_s.vecs_vec", 'pg_read_all_stats sees every index');
 ($ret, $out, $err) = $node->psql('postgres', $list);
 is($out, "alice_s.pts_geo\nalice_s.vecs_vec", 'a superuser sees every index');
-($ret, $out, $err) = as_role('bob', 'SELECT count(*) FROM archer_index_stats');
+($ret, $out, $err) = as_role($node, 'bob', 'SELECT count(*) FROM archer_index_stats');
 is($out, '0', 'a role owning nothing sees no rows');
 
 # alice holds ACCESS EXCLUSIVE on her index (and table)
 my $ddl = $node->background_psql('postgres');
 $ddl->query_safe("SET ROLE alice; BEGIN; REINDEX INDEX alice_s.pts_geo;");
 
-($ret, $out, $err) = as_role('bob', 'SELECT count(*) FROM archer_index_stats');
+($ret, $out, $err) = as_role($node, 'bob', 'SELECT count(*) FROM archer_index_stats');
 is($out, '0', 'a role owning nothing gets its empty answer without waiting for a lock')
   or diag($err);
-($ret, $out, $err) = as_role('bob', "SELECT * FROM archer_index_stats('alice_s.pts_geo')");
+($ret, $out, $err) = as_role($node, 'bob', "SELECT * FROM archer_index_stats('alice_s.pts_geo')");
 like($err, qr/permission denied for index pts_geo/,
 	'the function refuses a stranger before waiting for a lock')
   or diag($err);
@@ -66,10 +62,10 @@ like($err, qr/permission denied for index pts_geo/,
 $ddl->query_safe('ROLLBACK');
 $ddl->quit;
 
-($ret, $out, $err) = as_role('bob', "SELECT * FROM archer_index_stats('alice_s.vecs_vec')");
+($ret, $out, $err) = as_role($node, 'bob', "SELECT * FROM archer_index_stats('alice_s.vecs_vec')");
 like($err, qr/permission denied for index vecs_vec/,
 	'the function refuses a stranger the figures of an unlocked index');
-($ret, $out, $err) = as_role('carol',
+($ret, $out, $err) = as_role($node, 'carol',
 	"SELECT access_method FROM archer_index_stats('alice_s.vecs_vec')");
 is($out, 'archer_vector', 'pg_read_all_stats may call the function on any index');
 

@@ -44,21 +44,6 @@ $node->start;
 is($node->safe_psql('postgres', 'SHOW data_checksums'), 'off', 'data checksums are off');
 $node->safe_psql('postgres', 'CREATE EXTENSION archer');
 
-# the offset and length of every normal tuple of a page, by line pointer number
-sub items
-{
-	my ($page) = @_;
-	my $lower = u16($page, 12);
-	my %items;
-	for my $n (1 .. ($lower - 24) / 4)
-	{
-		my $lp = u32($page, 24 + 4 * ($n - 1));
-		next unless (($lp >> 15) & 3) == 1;    # LP_NORMAL
-		$items{$n} = [ $lp & 0x7fff, $lp >> 17 ];
-	}
-	return %items;
-}
-
 sub is_node_page
 {
 	my ($page) = @_;
@@ -76,7 +61,7 @@ sub unlink_one_node
 	{
 		my $page = read_block($path, $blk);
 		next unless is_node_page($page);
-		my %items = items($page);
+		my %items = map { $_->[0] => [ $_->[1], $_->[2] ] } normal_items($page);
 		for my $n (sort { $b <=> $a } keys %items)
 		{
 			my ($off) = @{ $items{$n} };
@@ -94,7 +79,7 @@ sub unlink_one_node
 	{
 		my $page = read_block($path, $blk);
 		next unless is_node_page($page);
-		my %items = items($page);
+		my %items = map { $_->[0] => [ $_->[1], $_->[2] ] } normal_items($page);
 		my $changed = 0;
 		for my $n (keys %items)
 		{
