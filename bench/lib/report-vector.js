@@ -38,6 +38,11 @@ const PART_TEXT = {
 	pgvector_hnsw: 'pgvector HNSW', pgvector_ivfflat: 'pgvector IVFFlat', exact: 'exact scan',
 };
 const isArcher = (p) => p.startsWith('archer');
+// one colour and point type per participant in every panel of the plot
+const PART_STYLE = {
+	archer: 'lc rgb "#4477aa" pt 7', archer_real: 'lc rgb "#66ccee" pt 9',
+	pgvector_hnsw: 'lc rgb "#cc4444" pt 5', pgvector_ivfflat: 'lc rgb "#ee9944" pt 13',
+};
 
 const avail = find('pgvector', 'availability');
 const pgvOk = !!(avail && avail.m.available);
@@ -261,7 +266,7 @@ for (const [ds, op] of PANELS) {
 	for (const part of PARTS) {
 		const rows = curveOf(ds, op, part);
 		if (!rows.length) continue;
-		lines.push({ index: blocks.length, title: PART_TEXT[part] });
+		lines.push({ index: blocks.length, title: PART_TEXT[part], style: PART_STYLE[part] });
 		blocks.push(rows.map((r) => `${Number(r.m.recall).toFixed(4)} ${Number(r.m.qps).toFixed(1)} "${r.m.setting.replace(/^(ef_search|probes) /, '')}"`).join('\n'));
 	}
 	if (lines.length) panels.push({ title: `${ds}, ${OPS[op]}`, lines });
@@ -281,7 +286,7 @@ const gp = [
 ];
 for (const p of panels) {
 	gp.push(`set title ${q(p.title)}`);
-	gp.push('plot ' + p.lines.map((l) => `${q(outBase + '.curve.dat')} index ${l.index} using 1:2 with linespoints pt 7 lw 2 title ${q(l.title)}`).join(', \\\n\t'));
+	gp.push('plot ' + p.lines.map((l) => `${q(outBase + '.curve.dat')} index ${l.index} using 1:2 with linespoints ${l.style} lw 2 title ${q(l.title)}`).join(', \\\n\t'));
 }
 gp.push('unset multiplot');
 fs.writeFileSync(outBase + '.plot.gp', gp.join('\n') + '\n');
