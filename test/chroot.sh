@@ -36,7 +36,9 @@ suite_of() {
 # extensions the tests load, the Perl TAP modules' IPC::Run, a compiler.
 # trixie also gets what the fuzz, s2oracle (Google's S2, which trixie does
 # not have) and TAP (Fashion-MNIST) suites need, since CI runs the whole
-# default suite there; sid runs build + pg_regress + pgTAP.
+# default suite there, and node for `bench/run --pg=17` (its data
+# generators and reports; the npm data is fetched on the host); sid runs
+# build + pg_regress + pgTAP.
 packages_of() {
 	local v=$1
 	local -a p=(
@@ -45,7 +47,7 @@ packages_of() {
 		libipc-run-perl build-essential make perl
 	)
 	if [ "$v" = 17 ]; then
-		p+=(g++ clang libclang-rt-dev "?libs2-dev" dataset-fashion-mnist python3)
+		p+=(g++ clang libclang-rt-dev "?libs2-dev" dataset-fashion-mnist python3 nodejs)
 	fi
 	printf '%s\n' "${p[@]}"
 }

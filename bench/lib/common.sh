@@ -13,6 +13,10 @@
 #   cluster_stop            stop it (idempotent; meant for an EXIT trap)
 #   psql_run ARGS...        psql as user postgres, ON_ERROR_STOP, quiet, no psqlrc
 #   free_port START         first port >= START with no socket/lock in use
+#   git_meta                sets GIT_SHA, GIT_DIRTY (0/1), GIT_DIFF_STAT and
+#                           GIT_DIFF_SHA of REPO, or takes them from
+#                           ARCHER_BENCH_GIT_* (bench/run --pg=17 runs in a
+#                           copy of the tree without .git inside a root)
 
 # PostgreSQL's binaries: PGBIN, else PG_CONFIG's bindir, else the system's 15
 if [ -z "${PGBIN:-}" ] && [ -n "${PG_CONFIG:-}" ]; then
@@ -96,4 +100,21 @@ cluster_stop() {
 # pg_read_file) must live somewhere postgres can read, e.g. the cluster dir.
 psql_run() {
 	"$PGBIN/psql" -X -q -v ON_ERROR_STOP=1 -U postgres -d "${PGDATABASE:-postgres}" "$@"
+}
+
+git_meta() {
+	if [ -n "${ARCHER_BENCH_GIT_SHA:-}" ]; then
+		GIT_SHA=$ARCHER_BENCH_GIT_SHA GIT_DIRTY=${ARCHER_BENCH_GIT_DIRTY:-0}
+		GIT_DIFF_STAT=${ARCHER_BENCH_GIT_DIFF_STAT:-} GIT_DIFF_SHA=${ARCHER_BENCH_GIT_DIFF_SHA:-}
+		return
+	fi
+	GIT_SHA=$(git -C "$REPO" rev-parse --short=12 HEAD 2>/dev/null || echo nogit)
+	GIT_DIRTY=0 GIT_DIFF_STAT="" GIT_DIFF_SHA=""
+	git -C "$REPO" diff --quiet HEAD 2>/dev/null || GIT_DIRTY=1
+	# a dirty tree: which files, and a hash of the diff to tell two apart
+	if [ "$GIT_DIRTY" = 1 ]; then
+		# --numstat, not --stat: its "|" would split the report's table cells
+		GIT_DIFF_STAT=$(git -C "$REPO" diff --numstat HEAD | head -n 30 | awk '{printf "%s%s +%s -%s", sep, $3, $1, $2; sep = ", "}')
+		GIT_DIFF_SHA=$(git -C "$REPO" diff HEAD | sha256sum | cut -d' ' -f1)
+	fi
 }

@@ -1,117 +1,135 @@
--- bench/sql/vector.sql: the Fashion-MNIST phase of the benchmark (archer_vector).
--- Loaded by bench/vector into a database holding
---   fm_train (id, label, grp, v avector(784))   the training images
---   fm_test  (id, label, v avector(784))        the query images
--- Every index answer is scored against the exact answer of a sequential
--- scan on the same rows (recall@10, tie-proof: a returned row counts when
--- its exact distance is at most the 10th exact distance).  Speed is
--- measured by bench/vector with pgbench (prepared statements, one client).
+-- bench/sql/vector.sql: the vector phases of the benchmark (archer_vector,
+-- and pgvector when the server has it). Loaded by bench/vector into a
+-- database holding, per data set S (fm: raw Fashion-MNIST; rot: rotated;
+-- unit: rotated and normalized, see bench/lib/vector-data.js),
+--   S_train (id, label, grp, v avector(784))   the rows, archer's table
+--   S_test  (id, label, v avector(784))        the query vectors
+-- and the participants' own copies of the same values (real[] for archer's
+-- float4 operator classes, pgvector's vector). Every answer is scored
+-- against the exact answer of a sequential scan of S_train (recall@10,
+-- tie-proof: a returned row counts when its exact distance, computed on
+-- S_train by id, is at most the 10th exact distance), so every
+-- participant is scored by the same arithmetic. Speed is measured by
+-- bench/vector with pgbench (prepared statements, one client).
 
 CREATE TABLE vbench_result (
 	seq		serial PRIMARY KEY,
-	phase	text NOT NULL,		-- load, build, curve, filter, exact, insert
+	phase	text NOT NULL,		-- load, build, curve, filter, exact, insert, merge, pgvector
 	name	text NOT NULL,
 	m		jsonb NOT NULL
 );
 
--- the exact top 10 of each query, per filter kind
+-- the exact top 10 of each query, per data set, operator and filter kind
 CREATE TABLE vbench_truth (
+	dataset	text,
+	op		text,
 	kind	text,
 	qid		int,
 	ids		int[],
 	dists	float8[],
-	PRIMARY KEY (kind, qid)
+	PRIMARY KEY (dataset, op, kind, qid)
 );
-
--- The answer of one query, by kind of filter: the statements pgbench times
--- (bench/vector), with the query vector as a parameter.
-CREATE FUNCTION vbench_answer(p_kind text, p_v avector) RETURNS int[]
-LANGUAGE plpgsql AS $$
-BEGIN
-	IF p_kind = 'all' THEN
-		RETURN ARRAY(SELECT id FROM fm_train ORDER BY v <-> p_v LIMIT 10);
-	ELSIF p_kind = 'label3' THEN
-		RETURN ARRAY(SELECT id FROM fm_train WHERE label = 3 ORDER BY v <-> p_v LIMIT 10);
-	ELSIF p_kind = 'grp7' THEN
-		RETURN ARRAY(SELECT id FROM fm_train WHERE grp = 7 ORDER BY v <-> p_v LIMIT 10);
-	END IF;
-	RAISE EXCEPTION 'vbench_answer: unknown kind %', p_kind;
-END $$;
 
 CREATE FUNCTION vbench_filter(p_kind text) RETURNS text LANGUAGE sql IMMUTABLE AS $$
 	SELECT CASE p_kind WHEN 'all' THEN 'true' WHEN 'label3' THEN 'label = 3' WHEN 'grp7' THEN 'grp = 7' END
 $$;
 
--- Exact answers by sequential scan for the first p_nq queries
-CREATE FUNCTION vbench_make_truth(p_kind text, p_nq int) RETURNS void
+-- The statement every participant runs (pgbench runs the same text with
+-- :q for $1): the 10 rows of p_table nearest to query p_qid of p_test.
+CREATE FUNCTION vbench_sql(p_table text, p_test text, p_kind text, p_op text) RETURNS text
+LANGUAGE sql IMMUTABLE AS $$
+	SELECT format('SELECT id FROM %I WHERE %s ORDER BY v %s (SELECT v FROM %I WHERE id = $1) LIMIT 10',
+				  p_table, vbench_filter(p_kind), p_op, p_test)
+$$;
+
+-- Apply 'name=value' settings for the current transaction
+CREATE FUNCTION vbench_set(p_gucs text[]) RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+	g text;
+BEGIN
+	FOREACH g IN ARRAY coalesce(p_gucs, '{}') LOOP
+		PERFORM set_config(split_part(g, '=', 1), substr(g, strpos(g, '=') + 1), true);
+	END LOOP;
+END $$;
+
+-- Exact answers by sequential scan of S_train for the first p_nq queries
+CREATE FUNCTION vbench_make_truth(p_set text, p_op text, p_kind text, p_nq int) RETURNS void
 LANGUAGE plpgsql AS $$
 DECLARE
 	q record;
 BEGIN
 	PERFORM set_config('enable_indexscan', 'off', true);
 	PERFORM set_config('enable_bitmapscan', 'off', true);
-	FOR q IN SELECT id, v FROM fm_test WHERE id <= p_nq ORDER BY id LOOP
+	FOR q IN EXECUTE format('SELECT id, v FROM %I WHERE id <= $1 ORDER BY id', p_set || '_test') USING p_nq LOOP
 		EXECUTE format('INSERT INTO vbench_truth
-			SELECT %L, $1, array_agg(id ORDER BY d, id), array_agg(d ORDER BY d, id)
-			FROM (SELECT id, v <-> $2 AS d FROM fm_train WHERE %s ORDER BY d, id LIMIT 10) s',
-			p_kind, vbench_filter(p_kind)) USING q.id, q.v;
+			SELECT %L, %L, %L, $1, array_agg(id ORDER BY d, id), array_agg(d ORDER BY d, id)
+			FROM (SELECT id, v %s $2 AS d FROM %I WHERE %s ORDER BY d, id LIMIT 10) s',
+			p_set, p_op, p_kind, p_op, p_set || '_train', vbench_filter(p_kind)) USING q.id, q.v;
 	END LOOP;
 END $$;
 
--- The plan of a query of this kind names the index, or raises an error.
--- As in the measurements, sequential scans are off: on the small tables of
--- the tiny mode a 1% filter is cheapest without the index.
-CREATE FUNCTION vbench_check_plan(p_kind text, p_index text, p_index_cond boolean) RETURNS void
-LANGUAGE plpgsql SET enable_seqscan = off AS $$
+-- The plan of a participant's statement names its index, or an error is
+-- raised. As in the measurements, sequential scans are off (on the small
+-- tables of the tiny mode a 1% filter is cheapest without an index).
+CREATE FUNCTION vbench_check_plan(p_table text, p_test text, p_kind text, p_op text,
+								  p_index text, p_index_cond boolean, p_gucs text[] DEFAULT '{}')
+RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
 	line text;
 	plan text := '';
 BEGIN
-	FOR line IN EXECUTE format('EXPLAIN (COSTS OFF) SELECT id FROM fm_train WHERE %s ORDER BY v <-> $1 LIMIT 10',
-							   vbench_filter(p_kind)) USING (SELECT v FROM fm_test WHERE id = 1) LOOP
+	PERFORM vbench_set(p_gucs);
+	FOR line IN EXECUTE 'EXPLAIN (COSTS OFF) ' || vbench_sql(p_table, p_test, p_kind, p_op) USING 1 LOOP
 		plan := plan || line || E'\n';
 	END LOOP;
 	IF plan NOT LIKE '%Index Scan using ' || p_index || ' %' OR
 	   (p_index_cond AND plan NOT LIKE '%Index Cond%') THEN
-		RAISE EXCEPTION 'plan for % does not use % as intended:%', p_kind, p_index, E'\n' || plan;
+		RAISE EXCEPTION 'plan for % on % does not use % as intended:%', p_kind, p_table, p_index, E'\n' || plan;
 	END IF;
 END $$;
 
--- Recall@10 and rows returned of one configuration over the first p_nq
--- queries (bench/vector times the same queries with pgbench).
-CREATE FUNCTION vbench_recall(p_kind text, p_ef int, p_nq int, p_exact boolean DEFAULT false)
+-- Recall@10 and rows returned of one participant's configuration over the
+-- first p_nq queries (bench/vector times the same statement with pgbench).
+-- The returned ids are scored on S_train, whose values every participant's
+-- table holds too.
+CREATE FUNCTION vbench_recall(p_set text, p_op text, p_kind text, p_nq int,
+							  p_table text, p_test text, p_gucs text[] DEFAULT '{}')
 RETURNS jsonb LANGUAGE plpgsql AS $$
 DECLARE
 	q record;
 	ids int[];
+	n bigint;
 	hits bigint := 0;
 	expected bigint := 0;
 	nrows bigint := 0;
 	min_rows int := 10;
+	stmt text := vbench_sql(p_table, p_test, p_kind, p_op);
 BEGIN
-	PERFORM set_config('archer.ef_search', p_ef::text, true);
-	PERFORM set_config('enable_indexscan', CASE WHEN p_exact THEN 'off' ELSE 'on' END, true);
-	PERFORM set_config('enable_seqscan', CASE WHEN p_exact THEN 'on' ELSE 'off' END, true);
-	FOR q IN SELECT t.id, t.v, tr.ids AS truth, tr.dists FROM fm_test t
-			 JOIN vbench_truth tr ON tr.qid = t.id AND tr.kind = p_kind
-			 WHERE t.id <= p_nq ORDER BY t.id LOOP
-		ids := vbench_answer(p_kind, q.v);
-		hits := hits + least(cardinality(q.truth),
-			(SELECT count(*) FROM fm_train WHERE id = ANY (ids)
-			 AND v <-> q.v <= q.dists[cardinality(q.dists)] * (1 + 1e-9)));
-		expected := expected + cardinality(q.truth);
+	PERFORM vbench_set(p_gucs);
+	FOR q IN SELECT tr.qid, tr.dists FROM vbench_truth tr
+			 WHERE tr.dataset = p_set AND tr.op = p_op AND tr.kind = p_kind AND tr.qid <= p_nq
+			 ORDER BY tr.qid LOOP
+		EXECUTE format('SELECT ARRAY(%s)', stmt) INTO ids USING q.qid;
+		-- at most the 10th exact distance, with room for the rounding of
+		-- negative distances (inner product) as well as positive ones
+		EXECUTE format('SELECT count(*) FROM %I t WHERE t.id = ANY ($1)
+				AND t.v %s (SELECT v FROM %I WHERE id = $2) <= $3 + 1e-9 * abs($3)',
+				p_set || '_train', p_op, p_set || '_test')
+			INTO n USING ids, q.qid, q.dists[cardinality(q.dists)];
+		hits := hits + least(cardinality(q.dists), n);
+		expected := expected + cardinality(q.dists);
 		nrows := nrows + cardinality(ids);
 		min_rows := least(min_rows, cardinality(ids));
 	END LOOP;
 	RETURN jsonb_build_object(
-		'kind', p_kind, 'ef_search', p_ef, 'queries', p_nq,
 		'recall', CASE WHEN expected > 0 THEN hits::float8 / expected END,
 		'avg_rows', nrows::float8 / p_nq, 'min_rows', min_rows);
 END $$;
 
--- CREATE INDEX, timed, with its size
-CREATE FUNCTION vbench_build(p_name text, p_table text, p_def text) RETURNS jsonb
-LANGUAGE plpgsql AS $$
+-- CREATE INDEX, timed, with its size; p_meta says which participant,
+-- data set and operator it serves
+CREATE FUNCTION vbench_build(p_name text, p_table text, p_def text, p_meta jsonb DEFAULT '{}')
+RETURNS jsonb LANGUAGE plpgsql AS $$
 DECLARE
 	t0 timestamptz := clock_timestamp();
 	secs float8;
@@ -119,8 +137,8 @@ DECLARE
 BEGIN
 	EXECUTE format('CREATE INDEX %I ON %I USING %s', p_name, p_table, p_def);
 	secs := extract(epoch FROM clock_timestamp() - t0);
-	result := jsonb_build_object('definition', p_def, 'seconds', secs,
-								 'size_bytes', pg_relation_size(p_name::regclass));
+	result := p_meta || jsonb_build_object('definition', p_def, 'table', p_table, 'seconds', secs,
+										   'size_bytes', pg_relation_size(p_name::regclass));
 	INSERT INTO vbench_result (phase, name, m) VALUES ('build', p_name, result);
 	RETURN result;
 END $$;
