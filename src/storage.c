@@ -240,19 +240,27 @@ archer_read_buffer_recent(Relation index, BlockNumber blkno, ArcherRecentBuffers
 
 /*
  * The buffer for block blkno of an index being laid out block by block,
- * exclusively locked: an all-zero page left there by a crash, or a new
+ * exclusively locked: an all-zero page left there by a crash, a page of
+ * this index's kind with exactly leftover_flags (0: none) that an earlier
+ * attempt wrote before a crash kept it from recording the layout, or a new
  * block at the end.
  */
 Buffer
-archer_buffer_for_block(Relation index, BlockNumber blkno)
+archer_buffer_for_block(Relation index, BlockNumber blkno, uint16 page_id, uint8 leftover_flags)
 {
 	Buffer		buf;
 
 	if (blkno < RelationGetNumberOfBlocks(index))
 	{
+		Page		page;
+
 		buf = ReadBuffer(index, blkno);
 		LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
-		if (!PageIsNew(BufferGetPage(buf)))
+		page = BufferGetPage(buf);
+		if (PageIsNew(page))
+			return buf;
+		archer_check_page(index, page, blkno, page_id);
+		if (leftover_flags == 0 || ArcherPageGetOpaque(page)->flags != leftover_flags)
 			archer_corrupted(index, blkno, "A block the index is about to lay out is in use.");
 		return buf;
 	}

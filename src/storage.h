@@ -173,7 +173,8 @@ typedef struct ArcherRecentBuffers
 extern ArcherRecentBuffers *archer_recent_buffers_create(MemoryContext cxt);
 extern Buffer archer_read_buffer_recent(Relation index, BlockNumber blkno,
 										ArcherRecentBuffers *recent);
-extern Buffer archer_buffer_for_block(Relation index, BlockNumber blkno);
+extern Buffer archer_buffer_for_block(Relation index, BlockNumber blkno, uint16 page_id,
+									  uint8 leftover_flags);
 extern Buffer archer_new_buffer(Relation index);
 pg_noreturn extern void archer_corrupted(Relation index, BlockNumber blkno,
 										 const char *detail);

@@ -581,8 +581,15 @@ initialize_empty_index(Relation index, const float *x, int dim)
 
 	for (int start = 0; start < 2 * dim; start += per_page)
 	{
-		/* blocks a crash left all zeros are taken over, others refused */
-		Buffer		buf = archer_buffer_for_block(index, ARCHER_META_BLKNO + 1 + npages);
+		/*
+		 * Blocks a crash left all zeros are taken over, and so are quantizer
+		 * pages: written in records of their own before the meta page's, a
+		 * crash between them leaves quantizer pages the meta page does not
+		 * name (its dimension is still 0, so nothing else reads them).
+		 * Anything else is refused.
+		 */
+		Buffer		buf = archer_buffer_for_block(index, ARCHER_META_BLKNO + 1 + npages,
+												  ARCHER_VEC_PAGE_ID, ARCHER_PAGE_QUANTIZER);
 		Page		page;
 		int			n = Min(per_page, 2 * dim - start);
 		float	   *values;
