@@ -523,7 +523,9 @@ check_leaf(Relation index, Buffer buf)
 {
 	ArcherPageOpaque opaque = ArcherPageGetOpaque(BufferGetPage(buf));
 
-	if (!(opaque->flags & ARCHER_PAGE_LEAF))
+	if (!(opaque->flags & ARCHER_PAGE_LEAF) ||
+		(opaque->flags & (ARCHER_PAGE_INTERNAL | ARCHER_PAGE_META | ARCHER_PAGE_BUFFER |
+						  ARCHER_PAGE_DELETED)))
 		archer_corrupted(index, BufferGetBlockNumber(buf),
 						 "A leaf's right link points to a non-leaf page.");
 	if (opaque->level != 0)
@@ -568,6 +570,22 @@ sorted_run_end(const GeoLeafEntry *entries, int pos, int nsorted, uint64 hi)
 }
 
 /*
+ * Whether a leaf entry lies outside the leaf's key range: below low (the
+ * left sibling's high key, when the leaf was reached through its right
+ * link) or at or past the leaf's own high key
+ */
+static inline bool
+entry_out_of_leaf(const GeoLeafEntry *entry, const GeoKey *low, ArcherPageOpaque opaque)
+{
+	return (low != NULL &&
+			geo_key_cmp(entry->cellid, (ItemPointer) &entry->tid,
+						low->cellid, (ItemPointer) &low->tid) < 0) ||
+		((opaque->flags & ARCHER_PAGE_HAS_HIKEY) &&
+		 geo_key_cmp(entry->cellid, (ItemPointer) &entry->tid,
+					 opaque->hikey_cellid, &opaque->hikey_tid) >= 0);
+}
+
+/*
  * Read the leaf page of the key range [lo, hi] at *blkno (or, when it is
  * Invalid, the leaf where the range starts) and copy its entries in range
  * to entries: the page's sorted part in key order, then its unsorted tail.
@@ -575,6 +593,15 @@ sorted_run_end(const GeoLeafEntry *entries, int pos, int nsorted, uint64 hi)
  * done.  *hikey carries the high key of the page read from one call to the
  * next: a right link must lead to higher keys, so a damaged link cannot
  * send the scan round in circles.
+ *
+ * What a leaf holds must lie in its key range: from the left sibling's
+ * high key (known when the leaf is reached through a right link) up to its
+ * own high key.  The ends of the sorted part and every tail entry are
+ * checked, so that a right link to a page of another part of the tree, or
+ * a high key moved below keys of the page, raises an error instead of
+ * returning keys twice or skipping them.  A right link to a later leaf of
+ * the same level, skipping some, passes every check a scan can make
+ * without reading the parents; archer_geo_verify finds it.
  */
 static int
 read_range_page(Relation index, uint64 lo, uint64 hi, BlockNumber *blkno,
@@ -591,6 +618,7 @@ read_range_page(Relation index, uint64 lo, uint64 hi, BlockNumber *blkno,
 	int			end;
 	int			ncopied;
 	int			nunsure = 0;
+	const GeoKey *low = NULL;
 
 	if (*blkno == InvalidBlockNumber)
 	{
@@ -611,6 +639,7 @@ read_range_page(Relation index, uint64 lo, uint64 hi, BlockNumber *blkno,
 			geo_key_cmp(opaque->hikey_cellid, &opaque->hikey_tid,
 						hikey->cellid, &hikey->tid) <= 0)
 			archer_corrupted(index, *blkno, "A right link does not lead to higher keys.");
+		low = hikey;
 	}
 	page = BufferGetPage(buf);
 	opaque = ArcherPageGetOpaque(page);
@@ -619,6 +648,11 @@ read_range_page(Relation index, uint64 lo, uint64 hi, BlockNumber *blkno,
 		archer_corrupted(index, BufferGetBlockNumber(buf), "A leaf holds too many entries.");
 	page_entries = (GeoLeafEntry *) ArcherPageGetEntries(page);
 	nsorted = Min(opaque->nsorted, nentries);
+	if (nsorted > 0 &&
+		(entry_out_of_leaf(&page_entries[0], low, opaque) ||
+		 entry_out_of_leaf(&page_entries[nsorted - 1], low, opaque)))
+		archer_corrupted(index, BufferGetBlockNumber(buf),
+						 "A leaf holds keys outside its key range.");
 	end = sorted_run_end(page_entries, pos, nsorted, hi);
 	/* one copy: large regions read mostly whole pages */
 	memcpy(entries, &page_entries[pos], sizeof(GeoLeafEntry) * (end - pos));
@@ -636,8 +670,13 @@ read_range_page(Relation index, uint64 lo, uint64 hi, BlockNumber *blkno,
 	pos = end;
 	/* the unsorted tail: recent inserts, in no order */
 	for (int i = nsorted; i < nentries; i++)
+	{
+		if (entry_out_of_leaf(&page_entries[i], low, opaque))
+			archer_corrupted(index, BufferGetBlockNumber(buf),
+							 "A leaf holds keys outside its key range.");
 		if (page_entries[i].cellid >= lo && page_entries[i].cellid <= hi)
 			entries[ncopied++] = page_entries[i];
+	}
 
 	if (pos == nsorted && (opaque->flags & ARCHER_PAGE_HAS_HIKEY) &&
 		opaque->hikey_cellid <= hi)
