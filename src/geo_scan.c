@@ -218,6 +218,7 @@ typedef struct GeoScanOpaqueData
 	double		center_lat;		/* the centre as given (planar columns: may be */
 	double		center_lng;		/* out of range) */
 	double		center_offset;	/* planar: from the centre to the rings' centre */
+	double		center_extent;	/* a shape's, see geo_decode_center_raw; 0: a point */
 	double		ring_lat;		/* the rings' centre */
 	double		ring_lng;
 
@@ -1105,7 +1106,8 @@ leaf_distance_bound(GeoScanOpaque so, uint64 cellid)
 	double		coslat;
 
 	if (!column_is_planar(so->kind))
-		return Max(0.0, s2_point_angle(leaf, so->center) - radius) * GEO_KNN_SPHERE_RADIUS_LOW;
+		return Max(0.0, s2_point_angle(leaf, so->center) - radius - so->center_extent) *
+			GEO_KNN_SPHERE_RADIUS_LOW;
 
 	s2_latlng_from_point(leaf, &lat, &lng);
 	lat_margin = radius * 180.0 / M_PI * 1.01 + 1e-12;
@@ -1122,7 +1124,8 @@ leaf_distance_bound(GeoScanOpaque so, uint64 cellid)
 		dlng = Min(dlng, interval_distance(so->center_lng, lng - lng_margin + 360.0,
 										   lng + lng_margin + 360.0));
 	return Max(0.0, hypot(dlng, interval_distance(so->center_lat, lat - lat_margin,
-												  lat + lat_margin)) * (1.0 - 1e-12));
+												  lat + lat_margin)) * (1.0 - 1e-12) -
+			   so->center_extent);
 }
 
 /*
@@ -1165,8 +1168,9 @@ ring_distance_bound(GeoScanOpaque so, double angle)
 	 * hypotenuse of these two distances (a projection onto a convex set)
 	 */
 	if (column_is_planar(so->kind))
-		return hypot(angle * 180.0 / M_PI, so->center_offset) * (1.0 - 1e-12);
-	return angle * GEO_KNN_SPHERE_RADIUS_LOW * (1.0 - 1e-12);
+		return Max(0.0, hypot(angle * 180.0 / M_PI, so->center_offset) * (1.0 - 1e-12) -
+				   so->center_extent);
+	return Max(0.0, angle - so->center_extent) * GEO_KNN_SPHERE_RADIUS_LOW * (1.0 - 1e-12);
 }
 
 static int
@@ -1525,7 +1529,8 @@ prepare_order(IndexScanDesc scan)
 		int32		srid;
 		double		ignored;
 
-		found = geo_postgis_point_raw(orderby->sk_argument, geography, &srid, &lat, &lng);
+		found = geo_postgis_center_raw(orderby->sk_argument, geography, &srid, &lat, &lng,
+									   &so->center_extent);
 		if (srid != GEO_SRID_WGS84)
 		{
 			(void) probe_distance(scan, &ignored);
@@ -1606,6 +1611,19 @@ geo_rescan(IndexScanDesc scan, ScanKey keys, int nkeys, ScanKey orderbys, int no
 	so->ndone_scanned = 0;
 	so->done_bound = -1;
 	so->same_distance = false;
+	so->center_extent = 0;
+	/*
+	 * Nothing to answer: no centre, region or SRID is checked either, so
+	 * that a bad one raises no error here when a sequential scan of the
+	 * (empty) table raises none
+	 */
+	if (geo_index_is_empty(scan->indexRelation))
+	{
+		so->no_match = true;
+		so->nkeys = 0;
+		pgstat_count_index_scan(scan->indexRelation);
+		return;
+	}
 	if (so->ordered)
 		prepare_order(scan);
 	/* the executor asks for index tuples before the first rescan */

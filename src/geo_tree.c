@@ -59,6 +59,34 @@ geo_read_meta(Relation index, BlockNumber *root, uint16 *root_level)
 	(ARCHER_PAGE_META | ARCHER_PAGE_LEAF | ARCHER_PAGE_INTERNAL | ARCHER_PAGE_DELETED | \
 	 ARCHER_PAGE_BUFFER)
 
+/*
+ * Whether the index holds no entry at all: its root is an empty leaf and
+ * its insert buffer (this backend's pending inserts written first) has no
+ * page.  A scan of such an index answers nothing whatever its arguments,
+ * as a sequential scan of an empty table evaluates no operator.
+ */
+bool
+geo_index_is_empty(Relation index)
+{
+	BlockNumber root;
+	uint16		root_level;
+	ArcherBufferMeta buffer;
+	Buffer		buf;
+	bool		empty;
+
+	geo_buffer_flush_pending(index);
+	archer_buffer_read_meta(index, ARCHER_GEO_PAGE_ID, &buffer);
+	if (BlockNumberIsValid(buffer.head))
+		return false;
+	geo_read_meta(index, &root, &root_level);
+	if (root_level > 0)
+		return false;
+	buf = archer_read_page(index, root, BUFFER_LOCK_SHARE, ARCHER_GEO_PAGE_ID);
+	empty = archer_page_nentries(BufferGetPage(buf), sizeof(GeoLeafEntry)) == 0;
+	UnlockReleaseBuffer(buf);
+	return empty;
+}
+
 /* true when the key belongs to a page to the right of this one */
 static bool
 key_beyond_page(Page page, uint64 cellid, ItemPointer tid)
