@@ -1502,7 +1502,10 @@ probe_distance(IndexScanDesc scan, double *distance)
  *	- planar columns (point, geometry): any finite centre, out of range or
  *	  not; the rings grow around the nearest valid point
  *	  (ring_distance_bound);
- *	- geography: a centre in range (PostGIS keeps its values there).
+ *	- geography: a centre in range (PostGIS keeps its values there);
+ *	- a PostGIS shape other than a point: the centre of its bounding box,
+ *	  every distance bound lowered by the box's extent (center_extent),
+ *	  which the executor's exact <-> then orders within.
  */
 static void
 prepare_order(IndexScanDesc scan)
