@@ -48,8 +48,10 @@
 # end, a key of no face in a geography leaf) and for what the fuzzer found
 # (a buffer page count of 0, a geo pd_upper lowered to pd_lower, a leaf's
 # right link moved on past its sibling, which only verify can see, and a
-# leaf's high key lowered below its keys, which made a search miss them),
-# each of which must raise ERRCODE_INDEX_CORRUPTED promptly.
+# leaf's high key lowered below its keys, which made a search miss them,
+# the meta page's layout version byte changed alone, which was taken for
+# an index of another release), each of which must raise
+# ERRCODE_INDEX_CORRUPTED promptly.
 use strict;
 use warnings;
 
@@ -660,6 +662,11 @@ my @fixed = (
 		$p },
 	  "SELECT count(*) FROM TABLE WHERE p <@ archer_cap((SELECT p FROM TABLE WHERE ctid = 'TID'), 1)",
 	  'SET enable_seqscan = off;' ],
+	# the layout version byte of the meta page's special space changed
+	# alone: taken for an index of another release (55000, "cannot read")
+	[ 'geo meta page layout version byte', 'g', 0, sub { substr($_[0], 8189, 1) = chr(61); $_[0] },
+	  'SELECT count(*) FROM TABLE WHERE p <@ archer_cap(point(1, 1), 100000)',
+	  'SET enable_seqscan = off;' ],
 );
 
 # ---------------------------------------------------------------------------
@@ -792,7 +799,7 @@ CREATE INDEX gg_idx ON gg USING archer_geo (geog);
 
 note(sprintf("seed %d, %d batches: %s", $SEED, $BATCHES,
 	join(', ', map { "$_ $count{$_}" } sort keys %count)));
-diag($_) for @failures[ 0 .. ($#failures < 30 ? $#failures : 29) ];
+diag($_) for @failures[ 0 .. ($#failures < 200 ? $#failures : 199) ];
 cmp_ok($count{cases}, '>=', $BATCHES * 2 * $K - scalar(@fixed), 'every case ran');
 is($count{crash}, 0, 'no crash');
 is($count{hang}, 0, 'no hang: every statement returned within the timeout');
