@@ -427,8 +427,12 @@ sub error_kind
 {
 	my ($state, $message, $index) = @_;
 	return 'corrupted' if $state eq 'XX002' && $message =~ /^index "\Q$index\E" /;
+	# a link into a segment past the last one: md.c's "previous segment is
+	# only N blocks", with errno 0 (XX000)
 	return 'bufmgr' if ($state eq 'XX001' && $message =~ /^could not read block \d+ in file/)
-	  || ($state eq '58P01' && $message =~ /^could not open file "[^"]*" \(target block \d+\)/);
+	  || ($state eq '58P01' && $message =~ /^could not open file "[^"]*" \(target block \d+\)/)
+	  || ($state eq 'XX000'
+		&& $message =~ /^could not open file "[^"]*" \(target block \d+\): previous segment is only \d+ blocks$/);
 	return 'pg_header' if $state eq 'XX001' && $message =~ /^invalid page in block \d+ of relation/;
 	return 'timeout' if $state eq '57014';
 	return 'oom' if $state eq '53200';
