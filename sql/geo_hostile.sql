@@ -165,6 +165,12 @@ SELECT hostile_plans($$SELECT ST_AsText(g) AS k, g <-> 'POINT(179 1)' AS d FROM 
 SELECT hostile_plans($$SELECT ST_AsText(g) AS k, g <-> 'SRID=4269;POINT(1 1)' AS d FROM hg ORDER BY g <-> 'SRID=4269;POINT(1 1)' LIMIT 3$$);
 SELECT hostile_plans($$SELECT ST_AsText(g) AS k, g <-> 'POINT(NaN 0)' AS d FROM hg ORDER BY g <-> 'POINT(NaN 0)'$$);
 SELECT hostile_plans($$SELECT ST_AsText(g) AS k, g <-> 'POINT EMPTY' AS d FROM hg ORDER BY g <-> 'POINT EMPTY'$$);
+-- a centre of another shape: the distance to the shape, as PostGIS computes it
+SELECT hostile_plans($$SELECT ST_AsText(g) AS k, g <-> 'POLYGON((-5 -5,5 -5,5 5,-5 5,-5 -5))' AS d FROM hg ORDER BY g <-> 'POLYGON((-5 -5,5 -5,5 5,-5 5,-5 -5))'$$);
+SELECT hostile_plans($$SELECT ST_AsText(g) AS k, g <-> 'POLYGON((170 -20,-170 -20,-170 -10,170 -10,170 -20))' AS d FROM hg ORDER BY g <-> 'POLYGON((170 -20,-170 -20,-170 -10,170 -10,170 -20))' LIMIT 3$$);
+SELECT hostile_plans($$SELECT ST_AsText(g) AS k, g <-> 'LINESTRING(0 0,3 3)' AS d FROM hg ORDER BY g <-> 'LINESTRING(0 0,3 3)'$$);
+SELECT hostile_plans($$SELECT ST_AsText(g) AS k, g <-> 'MULTIPOINT(100 10,-100 -10,0 89)' AS d FROM hg ORDER BY g <-> 'MULTIPOINT(100 10,-100 -10,0 89)' LIMIT 4$$);
+SELECT hostile_plans($$SELECT ST_AsText(g) AS k, g <-> 'POLYGON EMPTY' AS d FROM hg ORDER BY g <-> 'POLYGON EMPTY'$$);
 
 -- ---- geometry (SRID 4326: longitude and latitude; no other SRID) ----
 CREATE TABLE hm (g geometry);
@@ -199,6 +205,38 @@ SELECT hostile_plans($$SELECT ST_AsText(g) AS k, g <-> 'POINT(1 1)' AS d FROM hm
 SELECT hostile_plans($$SELECT ST_AsText(g) AS k, g <-> ST_SetSRID(ST_MakePoint('NaN', 0), 4326) AS d FROM hm ORDER BY g <-> ST_SetSRID(ST_MakePoint('NaN', 0), 4326)$$);
 SELECT hostile_plans($$SELECT ST_AsText(g) AS k, g <-> ST_SetSRID(ST_MakePoint(0, '-Infinity'), 4326) AS d FROM hm ORDER BY g <-> ST_SetSRID(ST_MakePoint(0, '-Infinity'), 4326)$$);
 SELECT hostile_plans($$SELECT ST_AsText(g) AS k, g <-> 'SRID=4326;POINT EMPTY' AS d FROM hm ORDER BY g <-> 'SRID=4326;POINT EMPTY'$$);
+SELECT hostile_plans($$SELECT ST_AsText(g) AS k, g <-> 'SRID=4326;POLYGON((-5 -5,5 -5,5 5,-5 5,-5 -5))' AS d FROM hm ORDER BY g <-> 'SRID=4326;POLYGON((-5 -5,5 -5,5 5,-5 5,-5 -5))'$$);
+SELECT hostile_plans($$SELECT ST_AsText(g) AS k, g <-> 'SRID=4326;POLYGON((170 -10,200 -10,200 10,170 10,170 -10))' AS d FROM hm ORDER BY g <-> 'SRID=4326;POLYGON((170 -10,200 -10,200 10,170 10,170 -10))' LIMIT 3$$);
+SELECT hostile_plans($$SELECT ST_AsText(g) AS k, g <-> 'SRID=4326;LINESTRING(0 0,3 3)' AS d FROM hm ORDER BY g <-> 'SRID=4326;LINESTRING(0 0,3 3)'$$);
+SELECT hostile_plans($$SELECT ST_AsText(g) AS k, g <-> 'SRID=4326;MULTIPOINT(100 10,-100 -10,0 89)' AS d FROM hm ORDER BY g <-> 'SRID=4326;MULTIPOINT(100 10,-100 -10,0 89)' LIMIT 4$$);
+SELECT hostile_plans($$SELECT ST_AsText(g) AS k, g <-> 'SRID=3857;POLYGON((-5 -5,5 -5,5 5,-5 5,-5 -5))' AS d FROM hm ORDER BY g <-> 'SRID=3857;POLYGON((-5 -5,5 -5,5 5,-5 5,-5 -5))' LIMIT 3$$);
+SELECT hostile_plans($$SELECT ST_AsText(g) AS k, g <-> 'SRID=4326;POLYGON EMPTY' AS d FROM hm ORDER BY g <-> 'SRID=4326;POLYGON EMPTY'$$);
+
+-- ---- empty tables: no plan evaluates a condition or a distance, so no
+-- bad argument raises an error, and nothing is returned ----
+CREATE TABLE hpe (p point);
+CREATE INDEX hpe_p ON hpe USING archer_geo (p);
+CREATE TABLE hge (g geography);
+CREATE INDEX hge_g ON hge USING archer_geo (g);
+CREATE TABLE hme (g geometry);
+CREATE INDEX hme_g ON hme USING archer_geo (g) WITH (insert_buffer = on);
+SELECT hostile_plans($$SELECT p::text AS k, NULL::float8 AS d FROM hpe WHERE archer_dwithin(p, point('NaN', 0), 10)$$);
+SELECT hostile_plans($$SELECT p::text AS k, NULL::float8 AS d FROM hpe WHERE archer_dwithin(p, point(540, 0), 10)$$);
+SELECT hostile_plans($$SELECT p::text AS k, NULL::float8 AS d FROM hpe WHERE archer_dwithin(p, point(0, 0), 'NaN')$$);
+SELECT hostile_plans($$SELECT p::text AS k, NULL::float8 AS d FROM hpe WHERE archer_within(p, '((0,0),(10,10))')$$);
+SELECT hostile_plans($$SELECT p::text AS k, p <-> point('NaN', 0) AS d FROM hpe ORDER BY p <-> point('NaN', 0)$$);
+SELECT hostile_plans($$SELECT ST_AsText(g) AS k, NULL::float8 AS d FROM hge WHERE archer_dwithin(g, 'SRID=4269;POINT(1 1)', 1000)$$);
+SELECT hostile_plans($$SELECT ST_AsText(g) AS k, NULL::float8 AS d FROM hge WHERE archer_dwithin(g, 'POINT(NaN 1)', 1000)$$);
+SELECT hostile_plans($$SELECT ST_AsText(g) AS k, NULL::float8 AS d FROM hge WHERE archer_within(g, 'LINESTRING(0 0,3 3)')$$);
+SELECT hostile_plans($$SELECT ST_AsText(g) AS k, g <-> 'SRID=4269;POINT(1 1)' AS d FROM hge ORDER BY g <-> 'SRID=4269;POINT(1 1)' LIMIT 3$$);
+SELECT hostile_plans($$SELECT ST_AsText(g) AS k, g <-> 'POINT(NaN 0)' AS d FROM hge ORDER BY g <-> 'POINT(NaN 0)'$$);
+SELECT hostile_plans($$SELECT ST_AsText(g) AS k, NULL::float8 AS d FROM hme WHERE archer_dwithin(g, 'SRID=4326;POINT(1 91)', 1000)$$);
+SELECT hostile_plans($$SELECT ST_AsText(g) AS k, NULL::float8 AS d FROM hme WHERE archer_within(g, 'POLYGON((-5 -5,5 -5,5 5,-5 5,-5 -5))')$$);
+SELECT hostile_plans($$SELECT ST_AsText(g) AS k, g <-> 'POINT(1 1)' AS d FROM hme ORDER BY g <-> 'POINT(1 1)' LIMIT 3$$);
+-- a row in the insert buffer is a row: the same errors as on any table
+INSERT INTO hme VALUES ('SRID=4326;POINT(1 1)');
+SELECT hostile_plans($$SELECT ST_AsText(g) AS k, g <-> 'POINT(1 1)' AS d FROM hme ORDER BY g <-> 'POINT(1 1)' LIMIT 3$$);
+SELECT hostile_plans($$SELECT ST_AsText(g) AS k, NULL::float8 AS d FROM hme WHERE archer_dwithin(g, 'SRID=4326;POINT(1 91)', 1000)$$);
 
 -- ---- ordered scans in bounded memory ----
 -- An ordered scan keeps at most work_mem of candidates (64 bytes each, 2048
@@ -230,6 +268,8 @@ SELECT hostile_plans($$SELECT ST_AsText(g) AS k, g <-> 'POINT(0.5 0.5)' AS d FRO
 SELECT hostile_plans($$SELECT ST_AsText(m) AS k, m <-> 'SRID=4326;POINT(9 9)' AS d FROM hk ORDER BY m <-> 'SRID=4326;POINT(9 9)'$$);
 SELECT hostile_plans($$SELECT p::text AS k, p <-> point(0.5, 0.5) AS d FROM hk WHERE archer_dwithin(p, point(0, 0), 300000) ORDER BY p <-> point(0.5, 0.5)$$);
 SELECT hostile_plans($$SELECT p::text AS k, p <-> point('NaN', 0) AS d FROM hk ORDER BY p <-> point('NaN', 0)$$);
+SELECT hostile_plans($$SELECT ST_AsText(g) AS k, g <-> 'POLYGON((0 0,0.6 0,0.6 0.4,0 0.4,0 0))' AS d FROM hk ORDER BY g <-> 'POLYGON((0 0,0.6 0,0.6 0.4,0 0.4,0 0))'$$);
+SELECT hostile_plans($$SELECT ST_AsText(m) AS k, m <-> 'SRID=4326;LINESTRING(9 9,10 10.5,8 10)' AS d FROM hk ORDER BY m <-> 'SRID=4326;LINESTRING(9 9,10 10.5,8 10)'$$);
 -- NULLs in the insert buffer all come with the first leaf of NULL entries
 CREATE TABLE hn (p point);
 INSERT INTO hn SELECT point(i % 50, i / 50) FROM generate_series(1, 3000) i;
@@ -248,5 +288,5 @@ SELECT archer_geo_verify('hp_p') AS hp, archer_geo_verify('hg_g') AS hg, archer_
        archer_geo_verify('hk_p') AS hk;
 
 RESET client_min_messages;
-DROP TABLE hp, hpb, hg, hgb, hm, hk, hn;
+DROP TABLE hp, hpb, hg, hgb, hm, hk, hn, hpe, hge, hme;
 DROP FUNCTION hostile_plans(text);

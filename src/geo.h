@@ -181,8 +181,8 @@ extern void geo_region_cache_release(GeoCachedRegion *cached);
 
 /* geo_postgis.c: PostGIS values and exact predicates */
 extern bool geo_postgis_point(Datum value, bool geography, double *lat, double *lng);
-extern bool geo_postgis_point_raw(Datum value, bool geography, int32 *srid,
-								  double *lat, double *lng);
+extern bool geo_postgis_center_raw(Datum value, bool geography, int32 *srid,
+								   double *lat, double *lng, double *extent);
 extern GeoRegion *geo_postgis_polygon_region(Datum polygon, bool geography);
 extern bool geo_postgis_dwithin(FmgrInfo *flinfo, bool geography, Datum value,
 								const ArcherCap *cap);
@@ -204,6 +204,8 @@ extern bool geo_decode_point(const uint8 *data, Size size, bool geography,
 							 double *lat, double *lng);
 extern bool geo_decode_point_raw(const uint8 *data, Size size, bool geography,
 								 int32 *srid, double *lat, double *lng);
+extern bool geo_decode_center_raw(const uint8 *data, Size size, bool geography,
+								  int32 *srid, double *lat, double *lng, double *extent);
 extern void geo_check_srid(int32 srid, bool geography);
 extern GeoRegion *geo_decode_wkb_region(const uint8 *data, Size size, bool planar);
 
@@ -233,6 +235,7 @@ extern Buffer geo_move_right(Relation index, Buffer buf, uint64 cellid,
 extern int	geo_leaf_lower_bound(Page page, uint64 cellid, ItemPointer tid);
 extern void geo_leaf_sort(Page page);
 extern void geo_read_meta(Relation index, BlockNumber *root, uint16 *root_level);
+extern bool geo_index_is_empty(Relation index);
 extern void geo_init_meta_page(Page page, BlockNumber root, uint16 root_level);
 
 /* geo_build.c */

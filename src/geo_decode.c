@@ -13,6 +13,8 @@
  */
 #include "postgres.h"
 
+#include <math.h>
+
 #include "port/pg_bswap.h"
 
 #include "geo.h"
@@ -159,19 +161,16 @@ wkb_polygon(WkbReader *reader, int ndims, GeoPolygon *polygon)
 }
 
 /*
- * The SRID and the point of a serialized geography or geometry, as they
- * are: no check of the SRID or the coordinates.  Returns false for an empty
- * point; raises an error for anything that is not a point.
+ * The header of a serialized geography or geometry: its SRID, and where
+ * its type and count (of points, rings or parts) are.  *bbox points at its
+ * bounding box (NULL without one) of *bbox_dims dimensions.
  */
-bool
-geo_decode_point_raw(const uint8 *data, Size size, bool geography, int32 *srid,
-					 double *lat, double *lng)
+static Size
+decode_header(const uint8 *data, Size size, bool geography, int32 *srid,
+			  const uint8 **bbox, int *bbox_dims, uint32 *type, uint32 *count)
 {
 	uint8		flags;
 	Size		offset = 4;
-	uint32		type;
-	uint32		npoints;
-	double		coords[2];
 
 	if (size < 4)
 		ereport(ERROR,
@@ -188,22 +187,58 @@ geo_decode_point_raw(const uint8 *data, Size size, bool geography, int32 *srid,
 
 	if (flags & GS_FLAG_EXTENDED)
 		offset += 8;
+	*bbox = NULL;
+	*bbox_dims = 0;
 	if (flags & GS_FLAG_BBOX)
 	{
-		int			ndims;
-
 		if (flags & GS_FLAG_GEODETIC)
-			ndims = 3;
+			*bbox_dims = 3;
 		else
-			ndims = 2 + ((flags & GS_FLAG_Z) ? 1 : 0) + ((flags & GS_FLAG_M) ? 1 : 0);
-		offset += ndims * 2 * sizeof(float);
+			*bbox_dims = 2 + ((flags & GS_FLAG_Z) ? 1 : 0) + ((flags & GS_FLAG_M) ? 1 : 0);
+		*bbox = data + offset;
+		offset += *bbox_dims * 2 * sizeof(float);
 	}
 	if (size < offset + 8)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("invalid serialized %s value", geography ? "geography" : "geometry")));
-	memcpy(&type, data + offset, 4);
-	memcpy(&npoints, data + offset + 4, 4);
+	memcpy(type, data + offset, 4);
+	memcpy(count, data + offset + 4, 4);
+	return offset + 8;
+}
+
+/* The first point of a serialized point (past its type and count) */
+static void
+decode_coordinates(const uint8 *data, Size size, Size offset, bool geography,
+				   double *lat, double *lng)
+{
+	double		coords[2];
+
+	if (size < offset + 2 * sizeof(double))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("invalid serialized %s value", geography ? "geography" : "geometry")));
+	memcpy(coords, data + offset, 2 * sizeof(double));
+	*lng = coords[0];
+	*lat = coords[1];
+}
+
+/*
+ * The SRID and the point of a serialized geography or geometry, as they
+ * are: no check of the SRID or the coordinates.  Returns false for an empty
+ * point; raises an error for anything that is not a point.
+ */
+bool
+geo_decode_point_raw(const uint8 *data, Size size, bool geography, int32 *srid,
+					 double *lat, double *lng)
+{
+	const uint8 *bbox;
+	int			bbox_dims;
+	uint32		type;
+	uint32		npoints;
+	Size		offset = decode_header(data, size, geography, srid, &bbox, &bbox_dims,
+									   &type, &npoints);
+
 	if (type != WKB_POINT)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -212,13 +247,90 @@ geo_decode_point_raw(const uint8 *data, Size size, bool geography, int32 *srid,
 				 errhint("Index ST_PointOnSurface(col) or ST_Centroid(col) in an expression index.")));
 	if (npoints == 0)
 		return false;
-	if (size < offset + 8 + 2 * sizeof(double))
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("invalid serialized %s value", geography ? "geography" : "geometry")));
-	memcpy(coords, data + offset + 8, 2 * sizeof(double));
-	*lng = coords[0];
-	*lat = coords[1];
+	decode_coordinates(data, size, offset, geography, lat, lng);
+	return true;
+}
+
+/*
+ * The centre of a kNN search for a serialized geography or geometry of any
+ * type, and its extent: every point of the shape is within *extent of the
+ * centre (an angle in radians on the sphere for geography, degrees in the
+ * (longitude, latitude) plane for geometry), so that its distance to any
+ * point p is at least p's distance to the centre minus *extent.  A point
+ * is its own centre (extent 0); another shape has the centre of its
+ * bounding box, which PostGIS keeps with every shape of more than two
+ * points (rounded outwards to floats).  A shape without one gets an
+ * infinite extent, so every distance bound is 0 and the executor orders
+ * by the exact distances alone.  Returns false for an empty shape.  No
+ * check of the SRID or the coordinates.
+ */
+bool
+geo_decode_center_raw(const uint8 *data, Size size, bool geography, int32 *srid,
+					  double *lat, double *lng, double *extent)
+{
+	const uint8 *bbox;
+	int			bbox_dims;
+	uint32		type;
+	uint32		count;
+	Size		offset = decode_header(data, size, geography, srid, &bbox, &bbox_dims,
+									   &type, &count);
+	float		box[6];
+
+	*extent = 0;
+	if (count == 0)
+		return false;
+	if (type == WKB_POINT)
+	{
+		decode_coordinates(data, size, offset, geography, lat, lng);
+		return true;
+	}
+	*lat = 0;
+	*lng = 0;
+	*extent = INFINITY;
+	if (bbox == NULL)
+		return true;
+	memcpy(box, bbox, sizeof(float) * 2 * Min(bbox_dims, 3));
+	for (int i = 0; i < 2 * Min(bbox_dims, 3); i++)
+		if (!isfinite(box[i]))
+			return true;
+	if (!geography)
+	{
+		/* (xmin, xmax, ymin, ymax): the farthest point of a box is a corner */
+		*lng = ((double) box[0] + box[1]) / 2;
+		*lat = ((double) box[2] + box[3]) / 2;
+		*extent = hypot((double) box[1] - box[0], (double) box[3] - box[2]) / 2 * (1 + 1e-12);
+	}
+	else
+	{
+		/*
+		 * A box of geocentric unit vectors (xmin, xmax, ymin, ymax, zmin,
+		 * zmax).  For a unit vector q in it, c.q is at least its least value
+		 * at a corner (a linear function over a box), which bounds the angle
+		 * between q and the box centre's direction c.
+		 */
+		double		c[3];
+		double		norm;
+		double		mincos = 1;
+
+		for (int i = 0; i < 3; i++)
+			c[i] = ((double) box[2 * i] + box[2 * i + 1]) / 2;
+		norm = sqrt(c[0] * c[0] + c[1] * c[1] + c[2] * c[2]);
+		if (norm < 1e-6)
+			return true;
+		for (int i = 0; i < 3; i++)
+			c[i] /= norm;
+		for (int corner = 0; corner < 8; corner++)
+		{
+			double		dot = 0;
+
+			for (int i = 0; i < 3; i++)
+				dot += c[i] * box[2 * i + ((corner >> i) & 1)];
+			mincos = Min(mincos, dot);
+		}
+		*lat = asin(Max(-1.0, Min(1.0, c[2]))) * 180.0 / M_PI;
+		*lng = atan2(c[1], c[0]) * 180.0 / M_PI;
+		*extent = mincos <= -1 ? M_PI : acos(Min(1.0, mincos)) + 1e-9;
+	}
 	return true;
 }
 

@@ -194,14 +194,15 @@ geo_postgis_point(Datum value, bool geography, double *lat, double *lng)
 							geography, lat, lng);
 }
 
-/* geo_decode_point_raw of a geography or geometry: SRID and point unchecked */
+/* geo_decode_center_raw of a geography or geometry: SRID and centre unchecked */
 bool
-geo_postgis_point_raw(Datum value, bool geography, int32 *srid, double *lat, double *lng)
+geo_postgis_center_raw(Datum value, bool geography, int32 *srid, double *lat, double *lng,
+					   double *extent)
 {
 	struct varlena *raw = pg_detoast_datum_packed((struct varlena *) DatumGetPointer(value));
 
-	return geo_decode_point_raw((const uint8 *) VARDATA_ANY(raw), VARSIZE_ANY_EXHDR(raw),
-								geography, srid, lat, lng);
+	return geo_decode_center_raw((const uint8 *) VARDATA_ANY(raw), VARSIZE_ANY_EXHDR(raw),
+								 geography, srid, lat, lng, extent);
 }
 
 /*

@@ -219,6 +219,7 @@ typedef struct GeoScanOpaqueData
 	double		center_lat;		/* the centre as given (planar columns: may be */
 	double		center_lng;		/* out of range) */
 	double		center_offset;	/* planar: from the centre to the rings' centre */
+	double		center_extent;	/* a shape's, see geo_decode_center_raw; 0: a point */
 	double		ring_lat;		/* the rings' centre */
 	double		ring_lng;
 
@@ -524,7 +525,9 @@ check_leaf(Relation index, Buffer buf)
 {
 	ArcherPageOpaque opaque = ArcherPageGetOpaque(BufferGetPage(buf));
 
-	if (!(opaque->flags & ARCHER_PAGE_LEAF))
+	if (!(opaque->flags & ARCHER_PAGE_LEAF) ||
+		(opaque->flags & (ARCHER_PAGE_INTERNAL | ARCHER_PAGE_META | ARCHER_PAGE_BUFFER |
+						  ARCHER_PAGE_DELETED)))
 		archer_corrupted(index, BufferGetBlockNumber(buf),
 						 "A leaf's right link points to a non-leaf page.");
 	if (opaque->level != 0)
@@ -569,6 +572,22 @@ sorted_run_end(const GeoLeafEntry *entries, int pos, int nsorted, uint64 hi)
 }
 
 /*
+ * Whether a leaf entry lies outside the leaf's key range: below low (the
+ * left sibling's high key, when the leaf was reached through its right
+ * link) or at or past the leaf's own high key
+ */
+static inline bool
+entry_out_of_leaf(const GeoLeafEntry *entry, const GeoKey *low, ArcherPageOpaque opaque)
+{
+	return (low != NULL &&
+			geo_key_cmp(entry->cellid, (ItemPointer) &entry->tid,
+						low->cellid, (ItemPointer) &low->tid) < 0) ||
+		((opaque->flags & ARCHER_PAGE_HAS_HIKEY) &&
+		 geo_key_cmp(entry->cellid, (ItemPointer) &entry->tid,
+					 opaque->hikey_cellid, &opaque->hikey_tid) >= 0);
+}
+
+/*
  * Read the leaf page of the key range [lo, hi] at *blkno (or, when it is
  * Invalid, the leaf where the range starts) and copy its entries in range
  * to entries: the page's sorted part in key order, then its unsorted tail.
@@ -576,6 +595,15 @@ sorted_run_end(const GeoLeafEntry *entries, int pos, int nsorted, uint64 hi)
  * done.  *hikey carries the high key of the page read from one call to the
  * next: a right link must lead to higher keys, so a damaged link cannot
  * send the scan round in circles.
+ *
+ * What a leaf holds must lie in its key range: from the left sibling's
+ * high key (known when the leaf is reached through a right link) up to its
+ * own high key.  The ends of the sorted part and every tail entry are
+ * checked, so that a right link to a page of another part of the tree, or
+ * a high key moved below keys of the page, raises an error instead of
+ * returning keys twice or skipping them.  A right link to a later leaf of
+ * the same level, skipping some, passes every check a scan can make
+ * without reading the parents; archer_geo_verify finds it.
  */
 static int
 read_range_page(Relation index, uint64 lo, uint64 hi, BlockNumber *blkno,
@@ -592,6 +620,7 @@ read_range_page(Relation index, uint64 lo, uint64 hi, BlockNumber *blkno,
 	int			end;
 	int			ncopied;
 	int			nunsure = 0;
+	const GeoKey *low = NULL;
 
 	if (*blkno == InvalidBlockNumber)
 	{
@@ -612,6 +641,7 @@ read_range_page(Relation index, uint64 lo, uint64 hi, BlockNumber *blkno,
 			geo_key_cmp(opaque->hikey_cellid, &opaque->hikey_tid,
 						hikey->cellid, &hikey->tid) <= 0)
 			archer_corrupted(index, *blkno, "A right link does not lead to higher keys.");
+		low = hikey;
 	}
 	page = BufferGetPage(buf);
 	opaque = ArcherPageGetOpaque(page);
@@ -620,6 +650,11 @@ read_range_page(Relation index, uint64 lo, uint64 hi, BlockNumber *blkno,
 		archer_corrupted(index, BufferGetBlockNumber(buf), "A leaf holds too many entries.");
 	page_entries = (GeoLeafEntry *) ArcherPageGetEntries(page);
 	nsorted = Min(opaque->nsorted, nentries);
+	if (nsorted > 0 &&
+		(entry_out_of_leaf(&page_entries[0], low, opaque) ||
+		 entry_out_of_leaf(&page_entries[nsorted - 1], low, opaque)))
+		archer_corrupted(index, BufferGetBlockNumber(buf),
+						 "A leaf holds keys outside its key range.");
 	end = sorted_run_end(page_entries, pos, nsorted, hi);
 	/* one copy: large regions read mostly whole pages */
 	memcpy(entries, &page_entries[pos], sizeof(GeoLeafEntry) * (end - pos));
@@ -637,8 +672,13 @@ read_range_page(Relation index, uint64 lo, uint64 hi, BlockNumber *blkno,
 	pos = end;
 	/* the unsorted tail: recent inserts, in no order */
 	for (int i = nsorted; i < nentries; i++)
+	{
+		if (entry_out_of_leaf(&page_entries[i], low, opaque))
+			archer_corrupted(index, BufferGetBlockNumber(buf),
+							 "A leaf holds keys outside its key range.");
 		if (page_entries[i].cellid >= lo && page_entries[i].cellid <= hi)
 			entries[ncopied++] = page_entries[i];
+	}
 
 	if (pos == nsorted && (opaque->flags & ARCHER_PAGE_HAS_HIKEY) &&
 		opaque->hikey_cellid <= hi)
@@ -1067,7 +1107,8 @@ leaf_distance_bound(GeoScanOpaque so, uint64 cellid)
 	double		coslat;
 
 	if (!column_is_planar(so->kind))
-		return Max(0.0, s2_point_angle(leaf, so->center) - radius) * GEO_KNN_SPHERE_RADIUS_LOW;
+		return Max(0.0, s2_point_angle(leaf, so->center) - radius - so->center_extent) *
+			GEO_KNN_SPHERE_RADIUS_LOW;
 
 	s2_latlng_from_point(leaf, &lat, &lng);
 	lat_margin = radius * 180.0 / M_PI * 1.01 + 1e-12;
@@ -1084,7 +1125,8 @@ leaf_distance_bound(GeoScanOpaque so, uint64 cellid)
 		dlng = Min(dlng, interval_distance(so->center_lng, lng - lng_margin + 360.0,
 										   lng + lng_margin + 360.0));
 	return Max(0.0, hypot(dlng, interval_distance(so->center_lat, lat - lat_margin,
-												  lat + lat_margin)) * (1.0 - 1e-12));
+												  lat + lat_margin)) * (1.0 - 1e-12) -
+			   so->center_extent);
 }
 
 /*
@@ -1127,8 +1169,9 @@ ring_distance_bound(GeoScanOpaque so, double angle)
 	 * hypotenuse of these two distances (a projection onto a convex set)
 	 */
 	if (column_is_planar(so->kind))
-		return hypot(angle * 180.0 / M_PI, so->center_offset) * (1.0 - 1e-12);
-	return angle * GEO_KNN_SPHERE_RADIUS_LOW * (1.0 - 1e-12);
+		return Max(0.0, hypot(angle * 180.0 / M_PI, so->center_offset) * (1.0 - 1e-12) -
+				   so->center_extent);
+	return Max(0.0, angle - so->center_extent) * GEO_KNN_SPHERE_RADIUS_LOW * (1.0 - 1e-12);
 }
 
 static int
@@ -1462,7 +1505,10 @@ probe_distance(IndexScanDesc scan, double *distance)
  *	- planar columns (point, geometry): any finite centre, out of range or
  *	  not; the rings grow around the nearest valid point
  *	  (ring_distance_bound);
- *	- geography: a centre in range (PostGIS keeps its values there).
+ *	- geography: a centre in range (PostGIS keeps its values there);
+ *	- a PostGIS shape other than a point: the centre of its bounding box,
+ *	  every distance bound lowered by the box's extent (center_extent),
+ *	  which the executor's exact <-> then orders within.
  */
 static void
 prepare_order(IndexScanDesc scan)
@@ -1489,7 +1535,8 @@ prepare_order(IndexScanDesc scan)
 		int32		srid;
 		double		ignored;
 
-		found = geo_postgis_point_raw(orderby->sk_argument, geography, &srid, &lat, &lng);
+		found = geo_postgis_center_raw(orderby->sk_argument, geography, &srid, &lat, &lng,
+									   &so->center_extent);
 		if (srid != GEO_SRID_WGS84)
 		{
 			(void) probe_distance(scan, &ignored);
@@ -1570,6 +1617,19 @@ geo_rescan(IndexScanDesc scan, ScanKey keys, int nkeys, ScanKey orderbys, int no
 	so->ndone_scanned = 0;
 	so->done_bound = -1;
 	so->same_distance = false;
+	so->center_extent = 0;
+	/*
+	 * Nothing to answer: no centre, region or SRID is checked either, so
+	 * that a bad one raises no error here when a sequential scan of the
+	 * (empty) table raises none
+	 */
+	if (geo_index_is_empty(scan->indexRelation))
+	{
+		so->no_match = true;
+		so->nkeys = 0;
+		pgstat_count_index_scan(scan->indexRelation);
+		return;
+	}
 	if (so->ordered)
 		prepare_order(scan);
 	/* the executor asks for index tuples before the first rescan */

@@ -54,6 +54,39 @@ geo_read_meta(Relation index, BlockNumber *root, uint16 *root_level)
 	UnlockReleaseBuffer(buf);
 }
 
+/* the flags that tell the pages of a tree level from other pages */
+#define GEO_TREE_PAGE_KINDS \
+	(ARCHER_PAGE_META | ARCHER_PAGE_LEAF | ARCHER_PAGE_INTERNAL | ARCHER_PAGE_DELETED | \
+	 ARCHER_PAGE_BUFFER)
+
+/*
+ * Whether the index holds no entry at all: its root is an empty leaf and
+ * its insert buffer (this backend's pending inserts written first) has no
+ * page.  A scan of such an index answers nothing whatever its arguments,
+ * as a sequential scan of an empty table evaluates no operator.
+ */
+bool
+geo_index_is_empty(Relation index)
+{
+	BlockNumber root;
+	uint16		root_level;
+	ArcherBufferMeta buffer;
+	Buffer		buf;
+	bool		empty;
+
+	geo_buffer_flush_pending(index);
+	archer_buffer_read_meta(index, ARCHER_GEO_PAGE_ID, &buffer);
+	if (BlockNumberIsValid(buffer.head))
+		return false;
+	geo_read_meta(index, &root, &root_level);
+	if (root_level > 0)
+		return false;
+	buf = archer_read_page(index, root, BUFFER_LOCK_SHARE, ARCHER_GEO_PAGE_ID);
+	empty = archer_page_nentries(BufferGetPage(buf), sizeof(GeoLeafEntry)) == 0;
+	UnlockReleaseBuffer(buf);
+	return empty;
+}
+
 /* true when the key belongs to a page to the right of this one */
 static bool
 key_beyond_page(Page page, uint64 cellid, ItemPointer tid)
@@ -75,10 +108,33 @@ geo_move_right(Relation index, Buffer buf, uint64 cellid, ItemPointer tid, int l
 {
 	while (key_beyond_page(BufferGetPage(buf), cellid, tid))
 	{
-		ArcherPageOpaque opaque = ArcherPageGetOpaque(BufferGetPage(buf));
+		Page		page = BufferGetPage(buf);
+		ArcherPageOpaque opaque = ArcherPageGetOpaque(page);
+		Size		entry_size = (opaque->flags & ARCHER_PAGE_LEAF) ?
+			sizeof(GeoLeafEntry) : sizeof(GeoInternalEntry);
+		int			nsorted = archer_page_nentries(page, entry_size);
 		Buffer		next;
 		ArcherPageOpaque nextopaque;
 
+		/*
+		 * A high key moved down below keys of the page would send the
+		 * search for them to the right: they would be missed.  The last
+		 * sorted key is the page's largest but for a leaf's tail (and an
+		 * internal page's first key, which may be stale: geo_verify.c).
+		 */
+		if (opaque->flags & ARCHER_PAGE_LEAF)
+			nsorted = Min(nsorted, opaque->nsorted);
+		if (nsorted > ((opaque->flags & ARCHER_PAGE_LEAF) ? 0 : 1))
+		{
+			const char *last = ArcherPageGetEntries(page) + (nsorted - 1) * entry_size;
+			GeoKey		key;
+
+			memcpy(&key.cellid, last, sizeof(uint64));
+			memcpy(&key.tid, last + sizeof(uint64), sizeof(ItemPointerData));
+			if (geo_key_cmp(key.cellid, &key.tid, opaque->hikey_cellid, &opaque->hikey_tid) >= 0)
+				archer_corrupted(index, BufferGetBlockNumber(buf),
+								 "A key is not below the page's high key.");
+		}
 		archer_check_link(index, BufferGetBlockNumber(buf), opaque->rightlink,
 						  InvalidBlockNumber);
 		next = archer_read_page(index, opaque->rightlink, lockmode, ARCHER_GEO_PAGE_ID);
@@ -90,6 +146,11 @@ geo_move_right(Relation index, Buffer buf, uint64 cellid, ItemPointer tid, int l
 						opaque->hikey_cellid, &opaque->hikey_tid) <= 0)
 			archer_corrupted(index, BufferGetBlockNumber(next),
 							 "A right link does not lead to higher keys.");
+		/* ... on the same level: a descent trusts the level it counts */
+		if (nextopaque->level != opaque->level ||
+			(nextopaque->flags & GEO_TREE_PAGE_KINDS) != (opaque->flags & GEO_TREE_PAGE_KINDS))
+			archer_corrupted(index, BufferGetBlockNumber(next),
+							 "A right link leads to a page of another level or kind.");
 		UnlockReleaseBuffer(buf);
 		buf = next;
 		CHECK_FOR_INTERRUPTS();

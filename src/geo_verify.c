@@ -9,10 +9,17 @@
  * downlinks and right links: page header, page id, layout version, level,
  * page kind, entry count, strict key order within and across pages, keys
  * below the high key, high keys present exactly where right links are;
- * the insert buffer's chain, page order and entry count; finally that
- * every row visible to a fresh snapshot has an entry (in the tree or the
- * buffer) with the cell id of its point.  Holds ShareLock on the table, so writers wait
- * (AccessShareLock on a hot standby, where only replay writes).
+ * that the right links of each level visit exactly the pages the level
+ * above names, in the order of its downlinks, and that each page's high
+ * key is the key of the next downlink (the next page's low key) or, for
+ * the last child of a parent, the parent's high key: a right link that
+ * skips pages, or a high key moved up or down, would make scans miss
+ * keys or read them twice; the insert buffer's chain, page order and
+ * entry count; finally that every row visible to a fresh snapshot has an
+ * entry (in the tree or the buffer) with the cell id of its point.  Holds
+ * ShareLock on the table, so writers wait (AccessShareLock on a hot
+ * standby, where only replay writes: there a page split between reading a
+ * level and the level below is allowed for, see verify_level).
  *
  *-------------------------------------------------------------------------
  */
@@ -41,9 +48,27 @@ typedef struct LocatedKey
 	BlockNumber blkno;
 } LocatedKey;
 
+/*
+ * A downlink of the level above, with what the page it names must hold:
+ * its high key is the key of the next downlink of the same parent, or the
+ * parent's own high key for its last child (none on the rightmost page)
+ */
+typedef struct Downlink
+{
+	BlockNumber child;
+	bool		has_bound;
+	GeoKey		bound;
+} Downlink;
+
 typedef struct VerifyState
 {
 	Relation	index;
+	bool		in_recovery;	/* replay may split pages while we read */
+	Downlink   *above;			/* the downlinks of the level above, in order */
+	int64		nabove;
+	Downlink   *below;			/* those of the level being read */
+	int64		nbelow;
+	int64		maxbelow;
 	BlockNumber nblocks;
 	BlockNumber npages_seen;
 	LocatedKey *keys;			/* every leaf key and its block */
@@ -99,18 +124,59 @@ sort_keys(VerifyState *state)
 	state->nsorted = state->nkeys;
 }
 
-/*
- * Check one level, left to right, starting at blkno.  Returns the leftmost
- * page of the level below (Invalid at the leaves).
- */
-static BlockNumber
-verify_level(VerifyState *state, BlockNumber blkno, uint16 level)
+static void
+add_downlink(VerifyState *state, BlockNumber child)
 {
-	BlockNumber first_child = InvalidBlockNumber;
+	if (state->nbelow == state->maxbelow)
+	{
+		state->maxbelow = Max(64, state->maxbelow * 2);
+		state->below = state->below ?
+			repalloc_huge(state->below, sizeof(Downlink) * state->maxbelow) :
+			palloc_extended(sizeof(Downlink) * state->maxbelow, MCXT_ALLOC_HUGE);
+	}
+	state->below[state->nbelow].child = child;
+	state->below[state->nbelow].has_bound = false;
+	state->nbelow++;
+}
+
+/* Whether the page's high key is (strict) or is at most (!strict) the bound */
+static bool
+hikey_matches(ArcherPageOpaque opaque, const Downlink *link, bool strict)
+{
+	int			cmp;
+
+	if (!(opaque->flags & ARCHER_PAGE_HAS_HIKEY))
+		return !link->has_bound;
+	if (!link->has_bound)
+		return !strict;
+	cmp = geo_key_cmp(opaque->hikey_cellid, &opaque->hikey_tid,
+					  link->bound.cellid, (ItemPointer) &link->bound.tid);
+	return strict ? cmp == 0 : cmp <= 0;
+}
+
+/*
+ * Check one level, left to right through the right links, starting at the
+ * first page the level above names (state->above), and collect the level's
+ * downlinks for the level below (state->below).
+ *
+ * Every page of the level must be named by the level above, in the same
+ * order, and end where the level above says (hikey_matches).  On a hot
+ * standby, replay may split a page after its parent was read: a page no
+ * downlink names is then allowed where it is a piece split off the key
+ * range of the last named page (its high key is within that range).
+ */
+static void
+verify_level(VerifyState *state, uint16 level)
+{
 	GeoKey		prev = {0};
 	bool		prev_hikey_set = false;
 	GeoKey		prev_hikey = {0};
+	BlockNumber blkno = state->above[0].child;
+	BlockNumber prevblkno = InvalidBlockNumber;
+	int64		next = 0;		/* the next page the level above names */
+	int64		cur = -1;		/* the last named page reached */
 
+	state->nbelow = 0;
 	while (blkno != InvalidBlockNumber)
 	{
 		Buffer		buf;
@@ -120,18 +186,31 @@ verify_level(VerifyState *state, BlockNumber blkno, uint16 level)
 		int			nsorted;
 		Size		entry_size = level == 0 ? sizeof(GeoLeafEntry) : sizeof(GeoInternalEntry);
 		int			capacity = level == 0 ? GEO_LEAF_CAPACITY : GEO_INTERNAL_CAPACITY;
+		int64		first_downlink = state->nbelow;
 
 		CHECK_FOR_INTERRUPTS();
 		if (++state->npages_seen > state->nblocks)
 			verify_fail(state, blkno, "The right links form a cycle.");
+		if (next < state->nabove && blkno == state->above[next].child)
+			cur = next++;
+		else if (!state->in_recovery || cur < 0)
+			verify_fail(state, prevblkno,
+						next < state->nabove ?
+						psprintf("The right link leads to block %u, but the level above names block %u next.",
+								 blkno, state->above[next].child) :
+						psprintf("The right link leads to block %u, past the last page the level above names.",
+								 blkno));
 		buf = archer_read_page(state->index, blkno, BUFFER_LOCK_SHARE, ARCHER_GEO_PAGE_ID);
 		page = BufferGetPage(buf);
 		opaque = ArcherPageGetOpaque(page);
 		if (opaque->level != level)
 			verify_fail(state, blkno, "The page's level does not match its place in the tree.");
 		if (!(opaque->flags & (level == 0 ? ARCHER_PAGE_LEAF : ARCHER_PAGE_INTERNAL)) ||
-			(opaque->flags & (ARCHER_PAGE_META | ARCHER_PAGE_DELETED)))
+			(opaque->flags & (ARCHER_PAGE_META | ARCHER_PAGE_DELETED | ARCHER_PAGE_BUFFER)))
 			verify_fail(state, blkno, "The page kind does not match its level.");
+		if (!hikey_matches(opaque, &state->above[cur], !state->in_recovery))
+			verify_fail(state, blkno,
+						"The high key does not match the next key of the level above.");
 		if ((((PageHeader) page)->pd_lower - MAXALIGN(SizeOfPageHeaderData)) % entry_size != 0)
 			verify_fail(state, blkno, "The entry area is not a whole number of entries.");
 		nentries = archer_page_nentries(page, entry_size);
@@ -161,7 +240,7 @@ verify_level(VerifyState *state, BlockNumber blkno, uint16 level)
 			if (prev_hikey_set && (level == 0 || i > 0) &&
 				geo_key_cmp(key.cellid, &key.tid, prev_hikey.cellid, &prev_hikey.tid) < 0)
 				verify_fail(state, blkno, "A key is below the high key of the left sibling.");
-			if ((opaque->flags & ARCHER_PAGE_HAS_HIKEY) &&
+			if ((opaque->flags & ARCHER_PAGE_HAS_HIKEY) && (level == 0 || i > 0) &&
 				geo_key_cmp(key.cellid, &key.tid, opaque->hikey_cellid, &opaque->hikey_tid) >= 0)
 				verify_fail(state, blkno, "A key is not below the page's high key.");
 			if (level == 0)
@@ -179,8 +258,13 @@ verify_level(VerifyState *state, BlockNumber blkno, uint16 level)
 
 				if (child == ARCHER_META_BLKNO || child >= state->nblocks)
 					verify_fail(state, blkno, "A downlink points outside the index.");
-				if (first_child == InvalidBlockNumber)
-					first_child = child;
+				/* the child before this one ends at this key */
+				if (i > 0)
+				{
+					state->below[state->nbelow - 1].has_bound = true;
+					state->below[state->nbelow - 1].bound = key;
+				}
+				add_downlink(state, child);
 			}
 			if (i < nsorted)
 				prev = key;
@@ -191,10 +275,20 @@ verify_level(VerifyState *state, BlockNumber blkno, uint16 level)
 		prev_hikey.tid = opaque->hikey_tid;
 		if (prev_hikey_set != (opaque->rightlink != InvalidBlockNumber))
 			verify_fail(state, blkno, "The high key and the right link disagree.");
+		/* the last child ends where its parent does */
+		if (state->nbelow > first_downlink && prev_hikey_set)
+		{
+			state->below[state->nbelow - 1].has_bound = true;
+			state->below[state->nbelow - 1].bound = prev_hikey;
+		}
+		prevblkno = blkno;
 		blkno = opaque->rightlink;
 		UnlockReleaseBuffer(buf);
 	}
-	return first_child;
+	if (next < state->nabove)
+		verify_fail(state, prevblkno,
+					psprintf("The right links end before block %u, which the level above names.",
+							 state->above[next].child));
 }
 
 /* The remembered entry with this key, or NULL */
@@ -304,15 +398,23 @@ archer_geo_verify(PG_FUNCTION_ARGS)
 	if (blkno == ARCHER_META_BLKNO || blkno >= state.nblocks)
 		verify_fail(&state, ARCHER_META_BLKNO, "The root pointer is invalid.");
 
+	/* the root: one page, the only one of its level */
+	state.in_recovery = RecoveryInProgress();
+	state.above = palloc(sizeof(Downlink));
+	state.above[0].child = blkno;
+	state.above[0].has_bound = false;
+	state.nabove = 1;
 	for (;;)
 	{
-		BlockNumber below = verify_level(&state, blkno, level);
-
+		verify_level(&state, level);
 		if (level == 0)
 			break;
-		if (below == InvalidBlockNumber)
-			verify_fail(&state, blkno, "An internal level has no downlinks.");
-		blkno = below;
+		/* the level read names the pages of the next */
+		pfree(state.above);
+		state.above = state.below;
+		state.nabove = state.nbelow;
+		state.below = NULL;
+		state.nbelow = state.maxbelow = 0;
 		level--;
 	}
 

@@ -120,9 +120,14 @@ archer_check_page(Relation index, Page page, BlockNumber blkno, uint16 page_id)
 		archer_corrupted(index, blkno, "The page id does not belong to this access method.");
 	if (opaque->version != ARCHER_PAGE_VERSION)
 	{
-		/* an intact meta page of another layout: an index from another release */
+		/*
+		 * An intact meta page of another layout: an index from another
+		 * release, which writes its layout version in both places.  One
+		 * damaged version byte leaves them apart: that page is corrupted.
+		 */
 		if (blkno == ARCHER_META_BLKNO &&
-			((ArcherMetaCommon *) PageGetContents(page))->magic == ARCHER_MAGIC)
+			((ArcherMetaCommon *) PageGetContents(page))->magic == ARCHER_MAGIC &&
+			((ArcherMetaCommon *) PageGetContents(page))->version == opaque->version)
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("index \"%s\" has page layout version %u, which this build of archer cannot read",

@@ -2,7 +2,9 @@
  * fuzz_geo.c: libFuzzer harness for archer_geo's decoders and regions.
  *
  * The first byte picks the target, the rest is its input:
- *	0, 1	geo_decode_point (geometry, geography): a serialized PostGIS value
+ *	0, 1	geo_decode_point (geometry, geography): a serialized PostGIS value;
+ *			first geo_decode_center_raw, the kNN centre of any shape: its
+ *			extent must be >= 0, and a shape's centre finite
  *	2, 3	geo_decode_wkb_region (geodesic, planar edges): WKB polygons; a
  *			region that decodes is covered, and every sample point it
  *			contains must lie in a covering cell; an INSIDE cell (of the
@@ -179,7 +181,14 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				{
 					double		lat;
 					double		lng;
+					double		extent;
+					int32		srid;
 
+					if (geo_decode_center_raw(input, len, target == 1, &srid, &lat, &lng,
+											  &extent) &&
+						(!(extent >= 0) ||
+						 (extent > 0 && isfinite(extent) && (!isfinite(lat) || !isfinite(lng)))))
+						abort();
 					(void) geo_decode_point(input, len, target == 1, &lat, &lng);
 					break;
 				}

@@ -32,9 +32,9 @@
 #     header check (XX001 "invalid page");
 #   - a geo answer that differs from the sequential scan where the damage
 #     leaves every page plausible (a changed key, heap TID or point code;
-#     a right link to a later leaf: there are no low keys to tell), and
-#     archer_geo_verify, run first on the damaged index, reports the index
-#     corrupted.
+#     a right link moved on to a later leaf, which a scan cannot tell
+#     without reading the parents), and archer_geo_verify, run first on
+#     the damaged index, reports the index corrupted.
 # Never a crash (server restart), a hang (psql waits 60 s while
 # statement_timeout is 5 s), a statement_timeout cancel, an out-of-memory
 # error (memory past the bound), or any other error.
@@ -46,8 +46,12 @@
 # (links to the meta page or to a page held, a right link to itself,
 # impossible meta values, a NaN in the quantizer; with PostGIS, at the
 # end, a key of no face in a geography leaf) and for what the fuzzer found
-# (a buffer page count of 0, a geo pd_upper lowered to pd_lower), each of
-# which must raise ERRCODE_INDEX_CORRUPTED promptly.
+# (a buffer page count of 0, a geo pd_upper lowered to pd_lower, a leaf's
+# right link moved on past its sibling, which only verify can see, and a
+# leaf's high key lowered below its keys, which made a search miss them,
+# the meta page's layout version byte changed alone, which was taken for
+# an index of another release), each of which must raise
+# ERRCODE_INDEX_CORRUPTED promptly.
 use strict;
 use warnings;
 
@@ -409,8 +413,12 @@ sub error_kind
 {
 	my ($state, $message, $index) = @_;
 	return 'corrupted' if $state eq 'XX002' && $message =~ /^index "\Q$index\E" /;
+	# a link into a segment past the last one: md.c's "previous segment is
+	# only N blocks", with errno 0 (XX000)
 	return 'bufmgr' if ($state eq 'XX001' && $message =~ /^could not read block \d+ in file/)
-	  || ($state eq '58P01' && $message =~ /^could not open file "[^"]*" \(target block \d+\)/);
+	  || ($state eq '58P01' && $message =~ /^could not open file "[^"]*" \(target block \d+\)/)
+	  || ($state eq 'XX000'
+		&& $message =~ /^could not open file "[^"]*" \(target block \d+\): previous segment is only \d+ blocks$/);
 	return 'pg_header' if $state eq 'XX001' && $message =~ /^invalid page in block \d+ of relation/;
 	return 'timeout' if $state eq '57014';
 	return 'oom' if $state eq '53200';
@@ -626,6 +634,29 @@ my @fixed = (
 		substr($p, 8160, 8) = substr($p, 24, 8);    # high key = the first key
 		$p },
 	  "SELECT archer_flush('INDEX')" ],
+	# a leaf's right link moved on to the leaf after its right sibling,
+	# high key kept: every page stays plausible (keys, high keys, levels
+	# in order) and a scan along the leaves skips the sibling; verify
+	# compares the right links with the parents' downlinks
+	[ 'geo right link skips a leaf', 'g', 'leaf', sub {
+		my ($p, $blk, $file) = @_;
+		my $after = u32(read_block($file, u32($p, 8176)), 8176);
+		set_u32($p, 8176, $after) },
+	  "SELECT archer_geo_verify('INDEX')" ],
+	# a leaf's high key lowered to the middle of its keys: the search for
+	# its last key moved right past it and found nothing
+	[ 'geo leaf high key below its keys', 'g', 'leaf', sub {
+		my ($p) = @_;
+		my $mid = int(u16($p, 8180) / 2);
+		substr($p, 8160, 14) = substr($p, 24 + 24 * $mid, 14);
+		$p },
+	  "SELECT count(*) FROM TABLE WHERE p <@ archer_cap((SELECT p FROM TABLE WHERE ctid = 'TID'), 1)",
+	  'SET enable_seqscan = off;' ],
+	# the layout version byte of the meta page's special space changed
+	# alone: taken for an index of another release (55000, "cannot read")
+	[ 'geo meta page layout version byte', 'g', 0, sub { substr($_[0], 8189, 1) = chr(61); $_[0] },
+	  'SELECT count(*) FROM TABLE WHERE p <@ archer_cap(point(1, 1), 100000)',
+	  'SET enable_seqscan = off;' ],
 );
 
 # ---------------------------------------------------------------------------
@@ -655,7 +686,7 @@ for my $batch (0 .. $BATCHES - 1)
 			{
 				my ($label, undef, $where, $edit, $sql, $pre) = @$fixed;
 				my $blk = $where eq 'leaf' ? $bytype{leaf}[1] : $where;
-				write_block($file, $blk, $edit->(read_block($file, $blk), $blk));
+				write_block($file, $blk, $edit->(read_block($file, $blk), $blk, $file));
 				my $leaf = read_block($file, $blk);
 				my ($bhi, $blo, $off) = unpack('vvv', substr($leaf, 24 + 24 * (u16($leaf, 8180) - 1) + 8, 6));
 				my $tid = '(' . ($bhi * 65536 + $blo) . ",$off)";
@@ -758,7 +789,7 @@ CREATE INDEX gg_idx ON gg USING archer_geo (geog);
 
 note(sprintf("seed %d, %d batches: %s", $SEED, $BATCHES,
 	join(', ', map { "$_ $count{$_}" } sort keys %count)));
-diag($_) for @failures[ 0 .. ($#failures < 30 ? $#failures : 29) ];
+diag($_) for @failures[ 0 .. ($#failures < 200 ? $#failures : 199) ];
 cmp_ok($count{cases}, '>=', $BATCHES * 2 * $K - scalar(@fixed), 'every case ran');
 is($count{crash}, 0, 'no crash');
 is($count{hang}, 0, 'no hang: every statement returned within the timeout');
