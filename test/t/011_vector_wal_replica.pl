@@ -120,7 +120,9 @@ note(sprintf('index builds took %.1f s', time() - $t0));
 $primary->safe_psql('postgres', 'SELECT setseed(0.77);' . rows_sql('vu', 1, 1500));
 
 # Problems in a node's log; after the primary's crash the standby's
-# walreceiver loses and retries its connection, which is allowed then.
+# walreceiver loses and retries its connection, which is allowed then
+# (18 names the receiver: 'streaming replication receiver "vstandby" could
+# not connect ...').
 sub log_problems
 {
 	my ($node, $allow_reconnect) = @_;
@@ -131,7 +133,7 @@ sub log_problems
 		next if $line =~ /FATAL:  the database system is (starting up|not yet accepting connections|shutting down|in recovery mode)/;
 		next
 		  if $allow_reconnect
-		  && $line =~ /FATAL:  (could not receive data from WAL stream|could not connect to the primary server|terminating walreceiver)/;
+		  && $line =~ /FATAL:  (streaming replication receiver "[^"]*" )?(could not receive data from WAL stream|could not connect to the primary server|terminating walreceiver)/;
 		push @bad, $line;
 	}
 	return @bad;

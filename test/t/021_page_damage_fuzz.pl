@@ -28,7 +28,7 @@
 #     distance order that satisfy the filter;
 #   - ERRCODE_INDEX_CORRUPTED naming the index, or the buffer manager's
 #     read error for a link past the end of the index (XX001 "could not
-#     read block", 58P01 "could not open file"), or PostgreSQL's own page
+#     read block(s)", 58P01 "could not open file"), or PostgreSQL's own page
 #     header check (XX001 "invalid page");
 #   - a geo answer that differs from the sequential scan where the damage
 #     leaves every page plausible (a changed key, heap TID or point code;
@@ -425,7 +425,8 @@ sub error_kind
 {
 	my ($state, $message, $index) = @_;
 	return 'corrupted' if $state eq 'XX002' && $message =~ /^index "\Q$index\E" /;
-	return 'bufmgr' if ($state eq 'XX001' && $message =~ /^could not read block \d+ in file/)
+	# (17 on reads in ranges: "could not read blocks N..M in file")
+	return 'bufmgr' if ($state eq 'XX001' && $message =~ /^could not read blocks? \d+(?:\.\.\d+)? in file/)
 	  || ($state eq '58P01' && $message =~ /^could not open file "[^"]*" \(target block \d+\)/);
 	return 'pg_header' if $state eq 'XX001' && $message =~ /^invalid page in block \d+ of relation/;
 	return 'timeout' if $state eq '57014';
