@@ -10,7 +10,9 @@
  * (16 renamed relfilenodes to relfilelocators and replaced the per-catalog
  * ownership checks by object_ownercheck); on 15 those names map back to
  * the old ones.  Where 18 changed an interface, the code uses 18's form
- * and the macros below map it back for 15 to 17.  17 removed the Abs()
+ * and the macros below map it back for 15 to 17; 18's new planner hooks
+ * (amgettreeheight, disabled_nodes) are used through two macros that do
+ * nothing before 18.  17 removed the Abs()
  * macro: the code uses fabs()/fabsf() from <math.h>, on every version.
  *
  * No private buffer-manager header (storage/buf_internals.h) is used:
@@ -52,6 +54,32 @@ object_ownercheck(Oid classid, Oid objectid, Oid roleid)
 }
 
 #endif							/* PG_VERSION_NUM < 160000 */
+
+#if PG_VERSION_NUM >= 180000
+
+/*
+ * 18: the planner asks an access method for its tree's height
+ * (amgettreeheight) into IndexOptInfo.tree_height, which before it filled
+ * for btree only; archer_geo's cost estimate reads the meta page itself
+ * when tree_height is -1, so 15 to 17 cost the same
+ */
+#define archer_set_amgettreeheight(amroutine, fn) ((amroutine)->amgettreeheight = (fn))
+
+/*
+ * 18: a path counts the plan nodes that enable_* settings disabled, and the
+ * planner compares that count before any cost (it replaced adding
+ * disable_cost).  cost_index has counted the scan itself before it calls
+ * the access method's cost estimate, which adds one for a path it should
+ * never run; before 18 the huge cost it also sets is enough.
+ */
+#define archer_disable_path(indexpath) ((indexpath)->path.disabled_nodes++)
+
+#else
+
+#define archer_set_amgettreeheight(amroutine, fn) ((void) (fn))
+#define archer_disable_path(indexpath) ((void) (indexpath))
+
+#endif							/* PG_VERSION_NUM >= 180000 */
 
 #if PG_VERSION_NUM < 180000
 

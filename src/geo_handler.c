@@ -9,6 +9,7 @@
 #include "postgres.h"
 
 #include "access/amvalidate.h"
+#include "access/genam.h"
 #include "access/reloptions.h"
 #include "catalog/pg_amop.h"
 #include "catalog/pg_opclass.h"
@@ -115,7 +116,11 @@ geo_options(Datum reloptions, bool validate)
 /*
  * Cost: the generic estimate from the conditions' selectivity, plus one
  * descent per covering cell.  An ordered scan without conditions reads
- * about as many entries as rows are fetched.
+ * about as many entries as rows are fetched.  A descent reads the tree's
+ * height in pages: PostgreSQL 18 has it from geo_tree_height
+ * (amgettreeheight) in tree_height; earlier versions leave tree_height at
+ * -1 for every index but btree, and then it is read here, from the same
+ * meta page.
  */
 static void
 geo_costestimate(PlannerInfo *root, IndexPath *path, double loop_count,
@@ -126,14 +131,26 @@ geo_costestimate(PlannerInfo *root, IndexPath *path, double loop_count,
 	IndexOptInfo *index = path->indexinfo;
 	GenericCosts costs = {0};
 	double		descent;
+	int			height = index->tree_height;
 	int			ncells = path->indexorderbys != NIL ? archer_geo_max_cells :
 		Max(1, list_length(path->indexclauses)) * archer_geo_max_cells;
 
 	genericcostestimate(root, path, loop_count, &costs);
 
-	/* each covering cell is a descent of tree_height + 1 pages, mostly cached */
-	descent = (index->tree_height >= 0 ? index->tree_height + 1 : 2) *
-		ncells * cpu_operator_cost * 50;
+	/* (a hypothetical index, e.g. hypopg's, has no pages to read) */
+	if (height < 0 && !index->hypothetical)
+	{
+		Relation	irel = index_open(index->indexoid, NoLock);
+
+		height = geo_tree_height(irel);
+		index_close(irel, NoLock);
+	}
+	/* unknown (a meta page the scan will report): a root above the leaves */
+	if (height < 0)
+		height = 1;
+
+	/* each covering cell is a descent of height + 1 pages, mostly cached */
+	descent = (height + 1) * ncells * cpu_operator_cost * 50;
 	costs.indexStartupCost += descent;
 	costs.indexTotalCost += descent;
 
@@ -174,6 +191,7 @@ archer_geo_handler(PG_FUNCTION_ARGS)
 	amroutine->ambulkdelete = geo_bulkdelete;
 	amroutine->amvacuumcleanup = geo_vacuumcleanup;
 	amroutine->amcostestimate = geo_costestimate;
+	archer_set_amgettreeheight(amroutine, geo_tree_height);
 	amroutine->amoptions = geo_options;
 	amroutine->ambuildphasename = geo_buildphasename;
 	amroutine->amvalidate = geo_validate;

@@ -87,6 +87,37 @@ geo_index_is_empty(Relation index)
 	return empty;
 }
 
+/*
+ * The tree's height for the planner's cost estimate: the root's level (0
+ * when the root is the only leaf), or -1 when block 0 is not a meta page of
+ * this layout.  PostgreSQL 18 asks for it (amgettreeheight) whenever it
+ * plans a query on the table, also one that cannot use this index: so a
+ * damaged meta page or one of another release's layout raises no error
+ * here (a scan that uses the index reports it).  Only the fields in
+ * ArcherMetaCommon are checked: root_level is read at a fixed offset, and
+ * any value of it merely changes a cost.
+ */
+int
+geo_tree_height(Relation index)
+{
+	Buffer		buf;
+	GeoMetaPageData *meta;
+	int			height = -1;
+
+	if (RelationGetNumberOfBlocks(index) == 0)
+		return -1;
+	buf = ReadBuffer(index, ARCHER_META_BLKNO);
+	LockBuffer(buf, BUFFER_LOCK_SHARE);
+	meta = GeoPageGetMeta(BufferGetPage(buf));
+	if (!PageIsNew(BufferGetPage(buf)) &&
+		meta->common.magic == ARCHER_MAGIC &&
+		meta->common.version == ARCHER_PAGE_VERSION &&
+		meta->common.page_id == ARCHER_GEO_PAGE_ID)
+		height = meta->root_level;
+	UnlockReleaseBuffer(buf);
+	return height;
+}
+
 /* true when the key belongs to a page to the right of this one */
 static bool
 key_beyond_page(Page page, uint64 cellid, ItemPointer tid)

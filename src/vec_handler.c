@@ -165,6 +165,12 @@ vec_costestimate(PlannerInfo *root, IndexPath *path, double loop_count,
 
 	if (path->indexorderbys == NIL)
 	{
+		/*
+		 * PostgreSQL 18 ranks paths by their disabled plan nodes before their
+		 * costs: with enable_seqscan = off, a cost alone would make this
+		 * useless walk over every node win against a disabled sequential scan
+		 */
+		archer_disable_path(path);
 		*indexStartupCost = DBL_MAX / 4;
 		*indexTotalCost = DBL_MAX / 4;
 		*indexSelectivity = 0;

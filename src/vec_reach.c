@@ -270,7 +270,7 @@ vec_relink_unreachable(Relation index, const VecIndexInfo *info)
 			OffsetNumber unreached[MaxOffsetNumber];
 			int			nunreached = 0;
 
-			vacuum_delay_point();
+			vacuum_delay_point(false);
 			buf = vec_read_node_page(index, blkno);
 			if (!BufferIsValid(buf))
 				continue;

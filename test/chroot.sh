@@ -4,19 +4,28 @@
 # cached, so that a second run only enters them.
 #
 # Usage (as root):
-#   test/chroot.sh ensure PGVER          make the root if it is missing or
-#                                        incomplete; print its path
-#   test/chroot.sh run PGVER CMD [ARG]...  ensure, then run CMD inside with
-#                                        chroot, with /proc and /dev (with
-#                                        /dev/shm, /dev/pts) mounted for it
+#   test/chroot.sh ensure PGVER [SUITES]  make the root if it is missing,
+#                                        with the packages the test suites
+#                                        SUITES (comma separated; default:
+#                                        all) need, or add what a made
+#                                        root lacks for them; print its path
+#   test/chroot.sh run PGVER CMD [ARG]...  run CMD inside the root (made
+#                                        with the base packages if missing)
+#                                        with chroot, with /proc and /dev
+#                                        (with /dev/shm, /dev/pts) mounted
 #   test/chroot.sh path PGVER            print the path only
 #
 # PGVER is 17 or 18. Roots live in /var/cache/archer/chroot-SUITE
 # (ARCHER_CHROOT_DIR overrides /var/cache/archer). The mirror is the one the
 # host's own apt sources use for Debian (ARCHER_DEBIAN_MIRROR overrides it);
-# the host's apt sources are never changed. A root counts as made when its
-# stamp file lists exactly the packages below; an interrupted debootstrap
-# or install is started over. Concurrent runs wait on a lock per root.
+# the host's apt sources are never changed. A root counts as made once its
+# stamp file (the packages installed) exists; an interrupted debootstrap
+# or first install is started over. Concurrent runs wait on a lock per root.
+#
+# A cold root is made as fast as it can be: debootstrap's minbase variant,
+# then only the packages the suites need, without recommends; dpkg runs
+# without fsync (force-unsafe-io: a test root needs no crash safety) and
+# installs no documentation, manuals or message catalogues.
 set -euo pipefail
 
 usage() { sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; }
@@ -32,25 +41,31 @@ suite_of() {
 	esac
 }
 
-# What the test runner needs inside: the server, its headers and PGXS, the
-# extensions the tests load, the Perl TAP modules' IPC::Run, a compiler.
-# trixie also gets what the fuzz, s2oracle (Google's S2, which trixie does
-# not have) and TAP (Fashion-MNIST) suites need, since CI runs the whole
-# default suite there, and node for `bench/run --pg=17` (its data
-# generators and reports; the npm data is fetched on the host); sid runs
-# build + pg_regress + pgTAP.
+# What the test runner needs inside, for the suites it is to run: the
+# server, its headers and PGXS (which bring clang and LLVM for the JIT
+# bitcode), the extensions the tests load, the Perl TAP modules' IPC::Run,
+# a compiler; then per suite: TAP reads Fashion-MNIST (with python3), fuzz
+# needs clang's libFuzzer, s2oracle g++ and Google's S2 (where the Debian
+# suite has it); bench (`bench/run --pg=17`, not a test suite) node for its
+# data generators and reports (the npm data is fetched on the host).
+# Nothing else: every package is time on a cold root.
+# packages_of PGVER SUITES (comma separated; empty: the base only)
 packages_of() {
-	local v=$1
-	local -a p=(
-		"postgresql-$v" "postgresql-server-dev-$v" "postgresql-$v-postgis-3"
-		"postgresql-$v-pgvector" "postgresql-$v-pgtap"
+	local v=$1 suites=",${2:-},"
+	printf '%s\n' \
+		"postgresql-$v" "postgresql-server-dev-$v" "postgresql-$v-postgis-3" \
+		"postgresql-$v-pgvector" "postgresql-$v-pgtap" \
 		libipc-run-perl build-essential make perl
-	)
-	if [ "$v" = 17 ]; then
-		p+=(g++ clang libclang-rt-dev "?libs2-dev" dataset-fashion-mnist python3 nodejs)
-	fi
-	printf '%s\n' "${p[@]}"
+	[[ $suites == *,tap,* ]] && printf '%s\n' dataset-fashion-mnist python3
+	[[ $suites == *,fuzz,* ]] && printf '%s\n' clang libclang-rt-dev
+	[[ $suites == *,s2oracle,* ]] && printf '%s\n' g++ "?libs2-dev"
+	[[ $suites == *,bench,* ]] && printf '%s\n' nodejs
+	# (not a test suite: what test/package.sh builds the .deb with)
+	[[ $suites == *,package,* ]] && printf '%s\n' dpkg-dev debhelper postgresql-server-dev-all fakeroot
+	return 0
 }
+# (the suites that need no more than the base: regress, isolation, pgtap)
+ALL_SUITES=regress,isolation,pgtap,tap,fuzz,s2oracle
 # (a leading "?" marks a package installed only if the suite has it)
 
 # The host's Debian mirror: the first URI serving a main Debian suite in
@@ -87,13 +102,15 @@ unmount_all() {
 }
 
 make_root() {
-	local v=$1 suite root mirror tmp
+	local v=$1 suites=$2 suite root mirror tmp log start=$SECONDS
+	local -a pkgs=()
 	suite=$(suite_of "$v")
 	root=$(root_of "$v")
 	mirror=$(host_mirror)
 	command -v debootstrap >/dev/null 2>&1 || {
 		echo "chroot.sh: installing debootstrap on the host" >&2
-		DEBIAN_FRONTEND=noninteractive apt-get -qq -y install --no-install-recommends debootstrap >/dev/null
+		DEBIAN_FRONTEND=noninteractive apt-get -qq -y -o DPkg::Lock::Timeout=600 \
+			install --no-install-recommends debootstrap >/dev/null
 	}
 	unmount_all "$root"
 	rm -rf "$root"
@@ -101,15 +118,32 @@ make_root() {
 	unmount_all "$tmp"
 	rm -rf "$tmp"
 	mkdir -p "$CACHE"
+	log=$CACHE/debootstrap-$suite.log
 	echo "chroot.sh: debootstrap $suite from $mirror into $root" >&2
-	debootstrap --variant=minbase "$suite" "$tmp" "$mirror" >"$CACHE/debootstrap-$suite.log" 2>&1 ||
-		{ tail -n 30 "$CACHE/debootstrap-$suite.log" >&2; die "debootstrap $suite failed (log: $CACHE/debootstrap-$suite.log)"; }
+	# In two stages, to configure dpkg in between: the first unpacks the
+	# base system, the second (run inside it) installs it with dpkg.
+	debootstrap --foreign --variant=minbase "$suite" "$tmp" "$mirror" >"$log" 2>&1 ||
+		{ tail -n 30 "$log" >&2; die "debootstrap $suite failed (log: $log)"; }
+	# A throwaway test root needs no crash safety: dpkg skips its fsync
+	# after every file (most of the time of a cold root on a busy disk),
+	# and writes no manuals, documentation or message catalogues.
+	cat >"$tmp/etc/dpkg/dpkg.cfg.d/archer-test-root" <<-'EOF'
+	force-unsafe-io
+	path-exclude=/usr/share/doc/*
+	path-exclude=/usr/share/man/*
+	path-exclude=/usr/share/info/*
+	path-exclude=/usr/share/locale/*/LC_MESSAGES/*.mo
+	EOF
+	in_own_mount_ns "$tmp" /debootstrap/debootstrap --second-stage >>"$log" 2>&1 ||
+		{ tail -n 30 "$log" >&2; die "debootstrap $suite (second stage) failed (log: $log)"; }
 
 	# sid's Release file may be past its Valid-Until date on a mirror that is
 	# a snapshot; apt inside the root (only) accepts that.
 	if [ "$suite" = sid ]; then
 		echo 'Acquire::Check-Valid-Until "false";' >"$tmp/etc/apt/apt.conf.d/99archer-valid-until"
 	fi
+	# no translated package descriptions: a smaller index to fetch
+	echo 'Acquire::Languages "none";' >"$tmp/etc/apt/apt.conf.d/99archer-no-translations"
 	echo "deb $mirror $suite main" >"$tmp/etc/apt/sources.list"
 	# no services start inside the root, and installing the server makes no
 	# "main" cluster: the test runner makes its own
@@ -118,18 +152,20 @@ make_root() {
 	mkdir -p "$tmp/etc/postgresql-common/createcluster.d"
 	echo 'create_main_cluster = false' >"$tmp/etc/postgresql-common/createcluster.d/archer.conf"
 
-	install_packages "$v" "$tmp"
+	mapfile -t pkgs < <(packages_of "$v" "$suites")
+	install_packages "$v" "$tmp" "${pkgs[@]}"
 	mv "$tmp" "$root"
+	echo "chroot.sh: made $root in $((SECONDS - start)) s" >&2
 }
 
-# apt-get install the packages of PGVER into the root DIR (those it has
-# already cost nothing) and record them in its stamp file
+# apt-get install PKG... into the root DIR of PGVER (those it has already
+# cost nothing) and add them to its stamp file
 install_packages() {
-	local v=$1 dir=$2 suite rc=0
-	local -a pkgs=()
+	local v=$1 dir=$2 suite rc=0 log
+	shift 2
 	suite=$(suite_of "$v")
-	mapfile -t pkgs < <(packages_of "$v")
-	echo "chroot.sh: installing ${pkgs[*]} in $suite" >&2
+	log=$CACHE/install-$suite.log
+	echo "chroot.sh: installing $* in $suite" >&2
 	with_mounts "$dir" env DEBIAN_FRONTEND=noninteractive LANG=C.UTF-8 sh -c '
 		apt-get -q -y update || exit 1
 		want=""
@@ -140,29 +176,44 @@ install_packages() {
 			esac
 		done
 		apt-get -q -y -o Dpkg::Use-Pty=0 install --no-install-recommends $want &&
-		apt-get clean' sh "${pkgs[@]}" >"$CACHE/install-$suite.log" 2>&1 || rc=$?
+		apt-get clean' sh "$@" >"$log" 2>&1 || rc=$?
 	if [ "$rc" != 0 ]; then
-		tail -n 30 "$CACHE/install-$suite.log" >&2
-		die "installing packages in $suite failed (log: $CACHE/install-$suite.log)"
+		tail -n 30 "$log" >&2
+		die "installing packages in $suite failed (log: $log)"
 	fi
-	packages_of "$v" >"$dir/.archer-chroot-packages"
+	{ cat "$dir/.archer-chroot-packages" 2>/dev/null || true; printf '%s\n' "$@"; } | sort -u \
+		>"$dir/.archer-chroot-packages.new"
+	mv "$dir/.archer-chroot-packages.new" "$dir/.archer-chroot-packages"
 }
 
+# ensure PGVER SUITES: the root exists and has the packages of SUITES (a
+# root made for other suites gets what they lack added)
 ensure() {
-	local v=$1 root lock
+	local v=$1 suites=$2 root lock
+	local -a missing=()
 	root=$(root_of "$v")
 	mkdir -p "$CACHE"
 	lock=$CACHE/chroot-$(suite_of "$v").lock
 	exec 9>"$lock"
 	flock 9
 	if ! [ -f "$root/.archer-chroot-packages" ]; then
-		make_root "$v"
-	elif ! cmp -s "$root/.archer-chroot-packages" <(packages_of "$v"); then
-		# a made root whose package list changed since: add what is new
-		install_packages "$v" "$root"
+		make_root "$v" "$suites"
+	else
+		mapfile -t missing < <(comm -23 <(packages_of "$v" "$suites" | sort -u) \
+			<(sort -u "$root/.archer-chroot-packages"))
+		[ "${#missing[@]}" = 0 ] || install_packages "$v" "$root" "${missing[@]}"
 	fi
 	flock -u 9
 	exec 9>&-
+}
+
+# in_own_mount_ns ROOT CMD...: run CMD inside ROOT (chroot) in a mount
+# namespace of its own, with nothing mounted for it: what it mounts itself
+# (debootstrap's second stage: /proc, /sys) vanishes with the namespace.
+in_own_mount_ns() {
+	local root=$1
+	shift
+	unshare --mount --propagation private -- chroot "$root" "$@"
 }
 
 # with_mounts ROOT CMD...: run CMD inside ROOT with /proc, and the host's
@@ -190,16 +241,16 @@ case "$cmd" in
 	-h|--help) usage; exit 0 ;;
 	path) [ $# = 1 ] || die "usage: path PGVER"; root_of "$1" ;;
 	ensure)
-		[ $# = 1 ] || die "usage: ensure PGVER"
+		[ $# = 1 ] || [ $# = 2 ] || die "usage: ensure PGVER [SUITES]"
 		[ "$(id -u)" = 0 ] || die "must run as root"
-		ensure "$1"
+		ensure "$1" "${2-$ALL_SUITES}"
 		root_of "$1" ;;
 	run)
 		[ $# -ge 2 ] || die "usage: run PGVER CMD..."
 		[ "$(id -u)" = 0 ] || die "must run as root"
 		v=$1
 		shift
-		ensure "$v"
+		ensure "$v" ""
 		with_mounts "$(root_of "$v")" "$@" ;;
 	*) usage >&2; exit 2 ;;
 esac

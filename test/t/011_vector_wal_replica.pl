@@ -124,13 +124,14 @@ $primary->safe_psql('postgres', 'SELECT setseed(0.77);' . rows_sql('vu', 1, 1500
 
 # FATALs the standby's log may hold: connections refused while it shuts
 # down or recovers, and after the primary's crash (allow_reconnect) its
-# walreceiver losing and retrying its connection
+# walreceiver losing and retrying its connection (18 names the receiver:
+# 'streaming replication receiver "vstandby" could not connect ...')
 sub standby_fatals
 {
 	my ($allow_reconnect) = @_;
 	return (qr/FATAL:  the database system is (shutting down|in recovery mode)/,
 		$allow_reconnect
-		? qr/FATAL:  (could not receive data from WAL stream|could not connect to the primary server|terminating walreceiver|could not send end-of-streaming message to primary)/
+		? qr/FATAL:  (streaming replication receiver "[^"]*" )?(could not receive data from WAL stream|could not connect to the primary server|terminating walreceiver|could not send end-of-streaming message to primary)/
 		: ());
 }
 

@@ -28,7 +28,7 @@
 #     distance order that satisfy the filter;
 #   - ERRCODE_INDEX_CORRUPTED naming the index, or the buffer manager's
 #     read error for a link past the end of the index (XX001 "could not
-#     read block", 58P01 "could not open file"), or PostgreSQL's own page
+#     read block(s)", 58P01 "could not open file"), or PostgreSQL's own page
 #     header check (XX001 "invalid page");
 #   - a geo answer that differs from the sequential scan where the damage
 #     leaves every page plausible (a changed key, heap TID or point code;
@@ -73,7 +73,9 @@ my $MEM_LIMIT = 1500 * 1024 * 1024;    # address space of every backend
 srand($SEED);
 
 my $node = PostgreSQL::Test::Cluster->new('pagefuzz');
-$node->init;    # no data checksums: archer's own checks must find the damage
+# no data checksums (18's initdb turns them on; earlier ones ignore the
+# option): archer's own checks must find the damage
+$node->init(no_data_checksums => 1);
 $node->append_conf(
 	'postgresql.conf', qq{
 autovacuum = off
@@ -413,9 +415,10 @@ sub error_kind
 {
 	my ($state, $message, $index) = @_;
 	return 'corrupted' if $state eq 'XX002' && $message =~ /^index "\Q$index\E" /;
-	# a link into a segment past the last one: md.c's "previous segment is
-	# only N blocks", with errno 0 (XX000)
-	return 'bufmgr' if ($state eq 'XX001' && $message =~ /^could not read block \d+ in file/)
+	# (17 on reads in ranges: "could not read blocks N..M in file"); a link
+	# into a segment past the last one: md.c's "previous segment is only N
+	# blocks", with errno 0 (XX000)
+	return 'bufmgr' if ($state eq 'XX001' && $message =~ /^could not read blocks? \d+(?:\.\.\d+)? in file/)
 	  || ($state eq '58P01' && $message =~ /^could not open file "[^"]*" \(target block \d+\)/)
 	  || ($state eq 'XX000'
 		&& $message =~ /^could not open file "[^"]*" \(target block \d+\): previous segment is only \d+ blocks$/);
