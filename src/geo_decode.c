@@ -287,7 +287,8 @@ geo_decode_center_raw(const uint8 *data, Size size, bool geography, int32 *srid,
 	*lat = 0;
 	*lng = 0;
 	*extent = INFINITY;
-	if (bbox == NULL)
+	/* a geography's box is geocentric (3 dimensions), a geometry's (x, y) first */
+	if (bbox == NULL || bbox_dims < (geography ? 3 : 2))
 		return true;
 	memcpy(box, bbox, sizeof(float) * 2 * Min(bbox_dims, 3));
 	for (int i = 0; i < 2 * Min(bbox_dims, 3); i++)
