@@ -269,6 +269,8 @@ SELECT hostile_plans($$SELECT ST_AsText(m) AS k, m <-> 'SRID=4326;POINT(9 9)' AS
 SELECT hostile_plans($$SELECT p::text AS k, p <-> point(0.5, 0.5) AS d FROM hk WHERE archer_dwithin(p, point(0, 0), 300000) ORDER BY p <-> point(0.5, 0.5)$$);
 SELECT hostile_plans($$SELECT p::text AS k, p <-> point('NaN', 0) AS d FROM hk ORDER BY p <-> point('NaN', 0)$$);
 SELECT hostile_plans($$SELECT ST_AsText(g) AS k, g <-> 'POLYGON((0 0,0.6 0,0.6 0.4,0 0.4,0 0))' AS d FROM hk ORDER BY g <-> 'POLYGON((0 0,0.6 0,0.6 0.4,0 0.4,0 0))'$$);
+-- (PostGIS 3.5 and later compute a point's distance to this line in other
+-- last digits than 3.3: expected/geo_hostile_1.out has their md5)
 SELECT hostile_plans($$SELECT ST_AsText(m) AS k, m <-> 'SRID=4326;LINESTRING(9 9,10 10.5,8 10)' AS d FROM hk ORDER BY m <-> 'SRID=4326;LINESTRING(9 9,10 10.5,8 10)'$$);
 -- NULLs in the insert buffer all come with the first leaf of NULL entries
 CREATE TABLE hn (p point);
