@@ -221,7 +221,18 @@ typedef struct VecMetaPageData
 	uint64		nnodes;
 	uint64		ndeleted;
 	uint16		filter_m;		/* slots of each filter list; 0: none (older builds) */
+	uint16		meta_flags;		/* VEC_META_* */
+	uint32		quantizer_crc;	/* CRC-32C of the quantizer's min[] then max[] */
 } VecMetaPageData;
+
+/*
+ * meta_flags.  Builds before the quantizer checksum left the field zero:
+ * their quantizer is loaded unchecked.  A quantizer value changed to another
+ * plausible one would make every lower bound wrong (the executor then
+ * reports rows "in wrong order"); the checksum names the damage instead.
+ */
+#define VEC_META_QUANTIZER_CRC	0x0001	/* quantizer_crc is set */
+#define VEC_META_KNOWN_FLAGS	VEC_META_QUANTIZER_CRC
 
 #define VecPageGetMeta(page)	((VecMetaPageData *) PageGetContents(page))
 
@@ -329,6 +340,7 @@ extern void vec_reset_levels(void);
 extern int	vec_random_level(int m);
 extern void vec_read_meta(Relation index, VecMetaPageData *meta);
 extern int	vec_quantizer_npages(int dim);
+extern void vec_set_quantizer_checksum(Page metapage, const float *min, const float *max, int dim);
 extern Buffer vec_read_node_page(Relation index, BlockNumber blkno);
 extern VecNodeHeader *vec_page_node(Relation index, Page page, BlockNumber blkno,
 									OffsetNumber offnum, const VecIndexInfo *info);

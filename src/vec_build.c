@@ -936,6 +936,9 @@ vec_build(Relation heap, Relation index, IndexInfo *indexInfo)
 
 		LockBuffer(metabuf, BUFFER_LOCK_EXCLUSIVE);
 		vec_init_meta_page(BufferGetPage(metabuf), build.info, quantizer_pages);
+		if (quantizer_pages > 0)
+			vec_set_quantizer_checksum(BufferGetPage(metabuf), build.min, build.max,
+									   build.info->dim);
 		MarkBufferDirty(metabuf);
 		UnlockReleaseBuffer(metabuf);
 	}

@@ -571,6 +571,7 @@ initialize_empty_index(Relation index, const float *x, int dim)
 	int			npages = 0;
 	Buffer		metabuf;
 	GenericXLogState *state;
+	Page		metapage;
 	VecMetaPageData *meta;
 
 	vec_check_dim(&info, dim);
@@ -608,9 +609,11 @@ initialize_empty_index(Relation index, const float *x, int dim)
 
 	metabuf = archer_read_page(index, ARCHER_META_BLKNO, BUFFER_LOCK_EXCLUSIVE, ARCHER_VEC_PAGE_ID);
 	state = GenericXLogStart(index);
-	meta = VecPageGetMeta(GenericXLogRegisterBuffer(state, metabuf, 0));
+	metapage = GenericXLogRegisterBuffer(state, metabuf, 0);
+	meta = VecPageGetMeta(metapage);
 	meta->dim = dim;
 	meta->quantizer_pages = npages;
+	vec_set_quantizer_checksum(metapage, min, max, dim);
 	GenericXLogFinish(state);
 	UnlockReleaseBuffer(metabuf);
 }

@@ -22,6 +22,7 @@
 
 #include "catalog/pg_type.h"
 #include "common/pg_prng.h"
+#include "port/pg_crc32c.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
@@ -333,12 +334,44 @@ vec_read_meta(Relation index, VecMetaPageData *meta)
 		meta->metric < 1 || meta->metric > VEC_NSTRATEGIES ||
 		meta->entry_level >= VEC_MAX_LAYERS ||
 		meta->filter_m > vec_filter_slots(meta->m) ||
+		(meta->meta_flags & ~VEC_META_KNOWN_FLAGS) != 0 ||
 		meta->dim > AVECTOR_MAX_DIM ||
 		meta->quantizer_pages != vec_quantizer_npages(meta->dim) ||
 		meta->insert_page == ARCHER_META_BLKNO ||
 		(BlockNumberIsValid(meta->insert_page) &&
 		 meta->insert_page <= (BlockNumber) meta->quantizer_pages))
 		archer_corrupted(index, ARCHER_META_BLKNO, "The meta page holds an impossible value.");
+}
+
+/* CRC-32C of a quantizer's min[dim] then max[dim], as its pages hold them */
+static uint32
+quantizer_checksum(const float *min, const float *max, int dim)
+{
+	pg_crc32c	crc;
+
+	INIT_CRC32C(crc);
+	COMP_CRC32C(crc, min, sizeof(float) * dim);
+	COMP_CRC32C(crc, max, sizeof(float) * dim);
+	FIN_CRC32C(crc);
+	return crc;
+}
+
+/*
+ * Record the checksum of the quantizer on a meta page being written.  The
+ * meta page's pd_lower is raised to cover the fields: an index whose meta
+ * page an older build wrote ends it before them, and generic WAL keeps only
+ * what lies below pd_lower.
+ */
+void
+vec_set_quantizer_checksum(Page metapage, const float *min, const float *max, int dim)
+{
+	VecMetaPageData *meta = VecPageGetMeta(metapage);
+	PageHeader	header = (PageHeader) metapage;
+	LocationIndex end = (char *) (meta + 1) - (char *) metapage;
+
+	meta->quantizer_crc = quantizer_checksum(min, max, dim);
+	meta->meta_flags |= VEC_META_QUANTIZER_CRC;
+	header->pd_lower = Max(header->pd_lower, end);
 }
 
 /* How many quantizer pages hold the min[] and max[] of dim dimensions */
@@ -438,8 +471,9 @@ vec_init_quantizers(VecIndexInfo *info, const float *trained_min, const float *t
 
 /* The quantizer pages hold the per-dimension min[] then max[] of the build */
 static void
-load_quantizer(Relation index, VecIndexInfo *info, int npages)
+load_quantizer(Relation index, VecIndexInfo *info, const VecMetaPageData *meta)
 {
+	int			npages = meta->quantizer_pages;
 	int			dim = info->dim;
 	float	   *values = palloc(sizeof(float) * 2 * dim);
 	int			nvalues = 0;
@@ -464,6 +498,10 @@ load_quantizer(Relation index, VecIndexInfo *info, int npages)
 	}
 	if (nvalues != 2 * dim)
 		archer_corrupted(index, ARCHER_META_BLKNO, "The quantizer is incomplete.");
+	if ((meta->meta_flags & VEC_META_QUANTIZER_CRC) &&
+		quantizer_checksum(values, values + dim, dim) != meta->quantizer_crc)
+		archer_corrupted(index, ARCHER_META_BLKNO + 1,
+						 "The quantizer pages do not match the meta page's checksum.");
 	for (int i = 0; i < dim; i++)
 		if (!(values[i] <= values[dim + i]))
 			archer_corrupted(index, ARCHER_META_BLKNO + 1 + (BlockNumber) (i / (ARCHER_PAGE_CAPACITY_BYTES / sizeof(float))),
@@ -506,7 +544,7 @@ vec_index_info(Relation index)
 		archer_corrupted(index, ARCHER_META_BLKNO, "The meta page's dimension does not fit a node.");
 	if (info->dim > 0)
 	{
-		load_quantizer(index, info, meta.quantizer_pages);
+		load_quantizer(index, info, &meta);
 		info->recent = archer_recent_buffers_create(index->rd_indexcxt);
 	}
 	MemoryContextSwitchTo(oldcxt);
@@ -892,6 +930,10 @@ page_tuple(Relation index, Page page, BlockNumber blkno, OffsetNumber offnum,
 		(page_flag == ARCHER_PAGE_BUFFER && node->level != 0) ||
 		ItemIdGetLength(itemid) != vec_node_size(info, node->level))
 		archer_corrupted(index, blkno, "A node tuple has the wrong size.");
+	/* a lower bound from a negative or non-finite error would be no bound */
+	if (!(node->error >= 0 && node->error <= FLT_MAX) ||
+		!(node->norm >= 0 && node->norm <= FLT_MAX))
+		archer_corrupted(index, blkno, "A node tuple holds an impossible error or norm.");
 	return node;
 }
 

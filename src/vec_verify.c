@@ -13,12 +13,19 @@
  * a live node on the top layer; every live node is reachable from the entry
  * point (vec_reach.c: VACUUM relinks those that are not);
  * every row visible to a fresh snapshot with a non-NULL vector has a live
- * node.  Holds ShareLock on the table (so
- * inserts and VACUUM wait), AccessShareLock on a hot standby.
+ * node (or insert buffer entry) that describes it: its filter values are
+ * the row's, its norm is the row's, and its code decodes to a vector no
+ * farther from the row's than the node's recorded error, which is what
+ * makes a scan's lower bound a lower bound (a damaged code or error would
+ * otherwise surface only as the executor's "index returned tuples in wrong
+ * order").  Holds ShareLock on the table (so inserts and VACUUM wait),
+ * AccessShareLock on a hot standby.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
+
+#include <math.h>
 
 #include "access/table.h"
 #include "access/tableam.h"
@@ -28,6 +35,7 @@
 #include "commands/defrem.h"
 #include "miscadmin.h"
 #include "utils/acl.h"
+#include "utils/hsearch.h"
 #include "utils/lsyscache.h"
 #include "utils/snapmgr.h"
 
@@ -41,10 +49,25 @@ typedef struct VecVerifyState
 	const VecIndexInfo *info;
 	VecVisited	live;			/* live nodes */
 	VecVisited	deleted;		/* deleted nodes */
-	VecVisited	heaptids;		/* heap TIDs of live nodes and buffer entries */
+	HTAB	   *rows;			/* heap TID -> its live node or buffer entry (VecRowNode) */
 	int64		nlive;
 	int64		nbuffered;		/* insert buffer entries not merged yet */
 } VecVerifyState;
+
+/* Where the node or insert buffer entry of a heap row is */
+typedef struct VecRowNode
+{
+	ItemPointerData heaptid;	/* hash key */
+	ItemPointerData node;
+} VecRowNode;
+
+static void
+add_row(VecVerifyState *state, const VecNodeHeader *node, BlockNumber blkno, OffsetNumber off)
+{
+	VecRowNode *entry = hash_search(state->rows, &node->heaptid, HASH_ENTER, NULL);
+
+	ItemPointerSet(&entry->node, blkno, off);
+}
 
 /* The insert buffer entries of a buffer page not merged yet count as live rows */
 static void
@@ -58,7 +81,7 @@ collect_buffer_entries(VecVerifyState *state, Page page, BlockNumber blkno)
 			continue;
 		if (!ItemPointerIsValid(&entry->heaptid))
 			archer_corrupted(state->index, blkno, "An insert buffer entry holds an invalid heap pointer.");
-		(void) vec_visited_add(&state->heaptids, &entry->heaptid);
+		add_row(state, entry, blkno, off);
 		state->nbuffered++;
 	}
 }
@@ -112,7 +135,7 @@ collect_nodes(VecVerifyState *state, int quantizer_pages, uint8 *max_level)
 					if (!ItemPointerIsValid(&node->heaptid))
 						archer_corrupted(index, blkno, "A node holds an invalid heap pointer.");
 					(void) vec_visited_add(&state->live, &tid);
-					(void) vec_visited_add(&state->heaptids, &node->heaptid);
+					add_row(state, node, blkno, off);
 					*max_level = Max(*max_level, node->level);
 					state->nlive++;
 				}
@@ -273,21 +296,133 @@ check_reachable(VecVerifyState *state, int quantizer_pages)
 				 errhint("VACUUM the table to relink them, or REINDEX the index.")));
 }
 
+/*
+ * Whether the vector x (unit length under cosine) lies within the node's
+ * recorded error of its decoded code, up to float rounding: the error is
+ * computed in float by kernels whose summation order depends on the CPU.
+ */
+static bool
+code_within_error(const VecIndexInfo *info, const float *x, const uint8 *code,
+				  uint8 flags, float error)
+{
+	float	   *decoded = palloc(sizeof(float) * info->dim);
+	double		distance2 = 0;
+	double		scale2 = 0;
+	double		slack;
+
+	archer_sq8_decode(vec_quantizer(info, flags), code, decoded);
+	for (int i = 0; i < info->dim; i++)
+	{
+		double		d = (double) x[i] - decoded[i];
+
+		distance2 += d * d;
+		scale2 += (double) x[i] * x[i] + (double) decoded[i] * decoded[i];
+	}
+	pfree(decoded);
+	slack = 1e-4 * error + 1e-6 * sqrt(scale2);
+	return sqrt(distance2) <= error + slack;
+}
+
+/* The node's norm, zero-vector flag and filter values are the row's */
+static bool
+node_describes_row(const VecIndexInfo *info, const VecNodeHeader *node, const float *x,
+				   Datum *values, bool *isnull)
+{
+	double		norm2 = 0;
+	int64		filters[VEC_MAX_FILTERS];
+	uint8		null_flags = 0;
+
+	for (int i = 0; i < info->dim; i++)
+		norm2 += (double) x[i] * x[i];
+	if (fabs(sqrt(norm2) - node->norm) > 1e-5 * sqrt(norm2) ||
+		(info->metric == VEC_METRIC_COSINE &&
+		 (norm2 == 0) != ((node->flags & VEC_NODE_ZERO) != 0)))
+		return false;
+	vec_filter_values(info, values, isnull, filters, &null_flags);
+	for (int i = 0; i < info->nfilters; i++)
+	{
+		int64		value;
+		bool		present = vec_node_filter(node, info, i, &value);
+
+		if (present != !isnull[i + 1] || (present && value != filters[i]))
+			return false;
+	}
+	return true;
+}
+
+/* The row's node (graph node or buffer entry) describes the row's values */
+static void
+check_row_node(VecVerifyState *state, ItemPointer tid, ItemPointer where, Datum *values,
+			   bool *isnull)
+{
+	const VecIndexInfo *info = state->info;
+	BlockNumber blkno = ItemPointerGetBlockNumber(where);
+	Buffer		buf = archer_read_page(state->index, blkno, BUFFER_LOCK_SHARE, ARCHER_VEC_PAGE_ID);
+	Page		page = BufferGetPage(buf);
+	VecNodeHeader *node;
+	int			dim;
+	const float *x = vec_datum_values(info, values[0], &dim);
+	float	   *unit = NULL;
+	bool		matches;
+
+	if (ArcherPageGetOpaque(page)->flags & ARCHER_PAGE_BUFFER)
+		node = vec_page_entry(state->index, page, blkno, ItemPointerGetOffsetNumber(where), info);
+	else
+		node = vec_page_node(state->index, page, blkno, ItemPointerGetOffsetNumber(where), info);
+	matches = node_describes_row(info, node, x, values, isnull);
+	if (matches && info->metric == VEC_METRIC_COSINE && !(node->flags & VEC_NODE_ZERO))
+	{
+		unit = palloc(sizeof(float) * dim);
+		memcpy(unit, x, sizeof(float) * dim);
+		archer_vec_normalize(unit, dim);
+		x = unit;
+	}
+	if (matches && !(node->flags & VEC_NODE_ZERO))
+		matches = code_within_error(info, x, vec_node_code(node), node->flags, node->error);
+	UnlockReleaseBuffer(buf);
+	if (unit)
+		pfree(unit);
+	if (!matches)
+		ereport(ERROR,
+				(errcode(ERRCODE_INDEX_CORRUPTED),
+				 errmsg("index \"%s\" contains a corrupted page at block %u",
+						RelationGetRelationName(state->index), blkno),
+				 errdetail("The node at offset %u does not describe its row at (%u,%u): its code, error, norm or filter values are not the row's.",
+						   ItemPointerGetOffsetNumber(where),
+						   ItemPointerGetBlockNumber(tid), ItemPointerGetOffsetNumber(tid)),
+				 errhint("Please REINDEX it.")));
+}
+
 static void
 verify_heap_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
 					 bool tupleIsAlive, void *arg)
 {
 	VecVerifyState *state = (VecVerifyState *) arg;
+	VecRowNode *row;
 
 	if (isnull[0])
 		return;
-	if (!vec_visited_contains(&state->heaptids, tid))
+	row = hash_search(state->rows, tid, HASH_FIND, NULL);
+	if (row == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_INDEX_CORRUPTED),
 				 errmsg("index \"%s\" has no node for the row at (%u,%u)",
 						RelationGetRelationName(index),
 						ItemPointerGetBlockNumber(tid), ItemPointerGetOffsetNumber(tid)),
 				 errhint("Please REINDEX it.")));
+	check_row_node(state, tid, &row->node, values, isnull);
+}
+
+static HTAB *
+rows_map(void)
+{
+	HASHCTL		ctl = {0};
+
+	ctl.keysize = sizeof(ItemPointerData);
+	ctl.entrysize = sizeof(VecRowNode);
+	ctl.hcxt = CurrentMemoryContext;
+	return hash_create("archer_vector_verify rows", 1024, &ctl,
+					   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 }
 
 Datum
@@ -315,7 +450,7 @@ archer_vector_verify(PG_FUNCTION_ARGS)
 			archer_corrupted(index, ARCHER_META_BLKNO, "The meta page holds impossible options.");
 		vec_visited_init(&state.live, 1024);
 		vec_visited_init(&state.deleted, 64);
-		vec_visited_init(&state.heaptids, 1024);
+		state.rows = rows_map();
 		collect_nodes(&state, meta.quantizer_pages, &max_level);
 		check_links(&state, meta.quantizer_pages);
 		if (state.nlive > 0 &&

@@ -104,7 +104,25 @@ my @cases = (
 	[ link_block => $NODES, sub { my $o = first_link($_[0]); set_u16($_[0], $o, 15) }, 'corrupt', 'any' ],
 	# a filter list link to a node of another value
 	[ filter_link => $NODES, \&link_other_value, 'block', 'any' ],
+	# values of a node that no page check can tell from right ones: the
+	# entry node's recorded error 0, a code byte moved by half the range,
+	# its norm doubled; verify compares each node with its row.  A scan
+	# may answer or fail (a lower bound that is no bound surfaces as the
+	# executor's "index returned tuples in wrong order").
+	[ node_error => $NODES, sub { my ($off) = line_pointer($_[0], 1); substr($_[0], $off + 8, 4) = pack('f', 0); $_[0] },
+	  'block', 'any' ],
+	[ node_code => $NODES, sub { my ($off) = line_pointer($_[0], 1); substr($_[0], $off + 16, 1) = chr(ord(substr($_[0], $off + 16, 1)) ^ 0x80); $_[0] },
+	  'block', 'any' ],
+	[ node_norm => $NODES, sub { my ($off) = line_pointer($_[0], 1); substr($_[0], $off + 12, 4) = pack('f', 2 * unpack('f', substr($_[0], $off + 12, 4))); $_[0] },
+	  'block', 'any' ],
+	# a negative error: every reader refuses the node
+	[ node_negative_error => $NODES, sub { my ($off) = line_pointer($_[0], 1); substr($_[0], $off + 8, 4) = pack('f', -1); $_[0] },
+	  'block', 'block' ],
 	[ quantizer_flags => 1, sub { substr($_[0], 8188, 1) = chr(0); $_[0] }, 'block', 'block' ],
+	# a quantizer value moved to another finite one: the meta page's
+	# checksum of the quantizer no longer matches
+	[ quantizer_value => 1, sub { substr($_[0], 24, 4) = pack('f', unpack('f', substr($_[0], 24, 4)) - 0.25); $_[0] },
+	  'block', 'block' ],
 	[ meta_magic => 0, sub { set_u32($_[0], 24, 0xdeadbeef) }, 'block', 'block' ],
 );
 

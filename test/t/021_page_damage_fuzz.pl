@@ -14,7 +14,7 @@
 # type, then a page of that type, then a kind of damage: flipped bytes,
 # bad counts, block numbers past the end / pointing back to the meta page
 # or the page itself / invalid, wrong page ids, flags, versions and levels,
-# impossible meta values, non-finite or empty quantizer ranges, bad line
+# impossible meta values, non-finite, empty or shifted quantizer ranges, bad line
 # pointers and node headers), starts the server with the postmaster's
 # address space limited (prlimit, inherited by every backend), and runs on
 # each index, every statement under statement_timeout = 5s: both verify
@@ -34,7 +34,12 @@
 #     leaves every page plausible (a changed key, heap TID or point code;
 #     a right link moved on to a later leaf, which a scan cannot tell
 #     without reading the parents), and archer_geo_verify, run first on
-#     the damaged index, reports the index corrupted.
+#     the damaged index, reports the index corrupted;
+#   - likewise a vector scan that the executor stops with "index returned
+#     tuples in wrong order" (a node's code or recorded error changed to
+#     other plausible values: its lower bound is no bound), where
+#     archer_vector_verify, which compares every node with its row, ran
+#     first and reported the index corrupted.
 # Never a crash (server restart), a hang (psql waits 60 s while
 # statement_timeout is 5 s), a statement_timeout cancel, an out-of-memory
 # error (memory past the bound), or any other error.
@@ -312,7 +317,13 @@ sub damage
 	{
 		my $n = ($lower - 24) / 4;
 		my $i = int(rand($n));
-		if (rand() < 0.7) { substr($page, 24 + 4 * $i, 4) = pack('f', pick(@SPECIALS)); }
+		if (rand() < 0.5) { substr($page, 24 + 4 * $i, 4) = pack('f', pick(@SPECIALS)); }
+		elsif (rand() < 0.6)
+		{
+			# another plausible value: only the meta page's checksum tells
+			my $v = unpack('f', substr($page, 24 + 4 * $i, 4));
+			substr($page, 24 + 4 * $i, 4) = pack('f', $v + pick(-0.5, -0.01, 0.01, 0.5));
+		}
 		else
 		{
 			# an empty range: min above max
@@ -329,7 +340,7 @@ sub damage
 			my $which = pick('level', 'flags', 'error', 'norm');
 			if ($which eq 'level') { substr($page, $off + 6, 1) = chr(pick(1, 2, 15, 16, 200, 255)); }
 			elsif ($which eq 'flags') { substr($page, $off + 7, 1) = chr(int(rand(256))); }
-			elsif ($which eq 'error') { substr($page, $off + 8, 4) = pack('f', pick(@SPECIALS)); }
+			elsif ($which eq 'error') { substr($page, $off + 8, 4) = pack('f', pick(@SPECIALS, 0, 0.001)); }
 			else { substr($page, $off + 12, 4) = pack('f', pick(@SPECIALS)); }
 		}
 	}
@@ -492,6 +503,14 @@ sub outcome
 	return undef unless defined $line;    # judged by session()
 	if ($line =~ /^ERROR (\w{5}) (.*)$/)
 	{
+		# a node's code or error changed to other plausible values makes
+		# its lower bound no bound; the executor then reports the order
+		# broken: a wrong answer caught, which verify must have seen
+		if ($case->{am} eq 'v' && $1 eq 'XX000' && $2 eq 'index returned tuples in wrong order')
+		{
+			wrong($case, $name, 'the executor found rows out of order');
+			return undef;
+		}
 		my $kind = error_kind($1, $2, $case->{index});
 		if ($kind eq 'corrupted' || $kind eq 'bufmgr' || $kind eq 'pg_header') { $count{$kind}++; }
 		else { failure($kind, $case, "$name: $1 $2"); }
