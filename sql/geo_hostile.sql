@@ -238,6 +238,34 @@ INSERT INTO hme VALUES ('SRID=4326;POINT(1 1)');
 SELECT hostile_plans($$SELECT ST_AsText(g) AS k, g <-> 'POINT(1 1)' AS d FROM hme ORDER BY g <-> 'POINT(1 1)' LIMIT 3$$);
 SELECT hostile_plans($$SELECT ST_AsText(g) AS k, NULL::float8 AS d FROM hme WHERE archer_dwithin(g, 'SRID=4326;POINT(1 91)', 1000)$$);
 
+-- ---- tables of NULL points only: no plan evaluates a condition or a
+-- distance on a NULL, so no bad argument raises an error; conditions
+-- return nothing and ordered scans every row, with a NULL distance ----
+CREATE TABLE hpn (p point);
+INSERT INTO hpn SELECT NULL FROM generate_series(1, 700);
+CREATE INDEX hpn_p ON hpn USING archer_geo (p);
+CREATE TABLE hgn (g geography);
+INSERT INTO hgn SELECT CASE WHEN g % 2 = 0 THEN NULL ELSE 'SRID=4326;POINT EMPTY'::geography END
+    FROM generate_series(1, 700) g;
+CREATE INDEX hgn_g ON hgn USING archer_geo (g);
+SELECT hostile_plans($$SELECT p::text AS k, NULL::float8 AS d FROM hpn WHERE archer_dwithin(p, point('NaN', 0), 10)$$);
+SELECT hostile_plans($$SELECT p::text AS k, NULL::float8 AS d FROM hpn WHERE archer_within(p, '((0,0),(10,10))')$$);
+SELECT hostile_plans($$SELECT p::text AS k, p <-> point('NaN', 0) AS d FROM hpn ORDER BY p <-> point('NaN', 0)$$);
+SELECT hostile_plans($$SELECT p::text AS k, p <-> point(540, 0) AS d FROM hpn ORDER BY p <-> point(540, 0) LIMIT 5$$);
+SELECT hostile_plans($$SELECT ST_AsText(g) AS k, NULL::float8 AS d FROM hgn WHERE archer_dwithin(g, 'SRID=4269;POINT(1 1)', 1000)$$);
+SELECT hostile_plans($$SELECT ST_AsText(g) AS k, NULL::float8 AS d FROM hgn WHERE archer_within(g, 'LINESTRING(0 0,3 3)')$$);
+SELECT hostile_plans($$SELECT ST_AsText(g) AS k, g <-> 'SRID=4269;POINT(1 1)' AS d FROM hgn ORDER BY g <-> 'SRID=4269;POINT(1 1)' LIMIT 3$$);
+SELECT hostile_plans($$SELECT ST_AsText(g) AS k, g <-> 'POINT(NaN 0)' AS d FROM hgn ORDER BY g <-> 'POINT(NaN 0)'$$);
+CREATE TABLE hgnn (g geography);
+INSERT INTO hgnn SELECT NULL FROM generate_series(1, 700);
+CREATE INDEX hgnn_g ON hgnn USING archer_geo (g);
+SELECT hostile_plans($$SELECT ST_AsText(g) AS k, g <-> 'SRID=4269;POINT(1 1)' AS d FROM hgnn ORDER BY g <-> 'SRID=4269;POINT(1 1)' LIMIT 3$$);
+SELECT hostile_plans($$SELECT ST_AsText(g) AS k, NULL::float8 AS d FROM hgnn WHERE archer_within(g, 'SRID=4269;POLYGON((0 0,1 0,1 1,0 0))')$$);
+-- one point among them: the same errors as on any table
+INSERT INTO hpn VALUES (point(1, 1));
+SELECT hostile_plans($$SELECT p::text AS k, NULL::float8 AS d FROM hpn WHERE archer_dwithin(p, point('NaN', 0), 10)$$);
+SELECT hostile_plans($$SELECT p::text AS k, p <-> point(540, 0) AS d FROM hpn ORDER BY p <-> point(540, 0) LIMIT 5$$);
+
 -- ---- ordered scans in bounded memory ----
 -- An ordered scan keeps at most work_mem of candidates (64 bytes each, 2048
 -- at least): past that it drops the farthest half and scans again for them

@@ -235,7 +235,7 @@ extern Buffer geo_move_right(Relation index, Buffer buf, uint64 cellid,
 extern int	geo_leaf_lower_bound(Page page, uint64 cellid, ItemPointer tid);
 extern void geo_leaf_sort(Page page);
 extern void geo_read_meta(Relation index, BlockNumber *root, uint16 *root_level);
-extern bool geo_index_is_empty(Relation index);
+extern bool geo_index_holds_points(Relation index);
 extern int	geo_tree_height(Relation index);
 extern void geo_init_meta_page(Page page, BlockNumber root, uint16 root_level);
 

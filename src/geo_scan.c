@@ -1587,6 +1587,7 @@ geo_rescan(IndexScanDesc scan, ScanKey keys, int nkeys, ScanKey orderbys, int no
 {
 	GeoScanOpaque so = (GeoScanOpaque) scan->opaque;
 	MemoryContext oldcxt;
+	bool		holds_points;
 
 	if (keys && scan->numberOfKeys > 0)
 		memmove(scan->keyData, keys, scan->numberOfKeys * sizeof(ScanKeyData));
@@ -1619,19 +1620,27 @@ geo_rescan(IndexScanDesc scan, ScanKey keys, int nkeys, ScanKey orderbys, int no
 	so->same_distance = false;
 	so->center_extent = 0;
 	/*
-	 * Nothing to answer: no centre, region or SRID is checked either, so
-	 * that a bad one raises no error here when a sequential scan of the
-	 * (empty) table raises none
+	 * No point to answer about: no condition holds and every distance is
+	 * NULL.  No centre, region or SRID is checked either, so that a bad one
+	 * raises no error here when a sequential scan of the table (empty, or
+	 * all NULL) raises none.
 	 */
-	if (geo_index_is_empty(scan->indexRelation))
+	holds_points = geo_index_holds_points(scan->indexRelation);
+	if (!holds_points && so->nkeys > 0)
 	{
 		so->no_match = true;
 		so->nkeys = 0;
 		pgstat_count_index_scan(scan->indexRelation);
 		return;
 	}
-	if (so->ordered)
+	if (so->ordered && holds_points)
 		prepare_order(scan);
+	else if (so->ordered)
+	{
+		so->same_distance = true;
+		so->same_distance_null = true;
+		so->ordered = false;
+	}
 	/* the executor asks for index tuples before the first rescan */
 	so->exact_order = so->ordered && scan->xs_want_itup;
 	if (scan->xs_want_itup && so->vis == NULL)
