@@ -214,8 +214,10 @@ archer_buffer_free_head(Relation index, uint16 page_id, BlockNumber blkno,
 		meta = ArcherPageGetBufferMeta(GenericXLogRegisterBuffer(state, metabuf, 0));
 		page = GenericXLogRegisterBuffer(state, buf, 0);
 
+		/* merges are serialized: only damage moves the head under one */
 		if (meta->head != blkno)
-			elog(ERROR, "archer: buffer page %u is not the head of the insert buffer", blkno);
+			archer_corrupted(index, ARCHER_META_BLKNO,
+							 "The insert buffer's head changed under a merge.");
 		meta->head = ArcherPageGetOpaque(page)->rightlink;
 		if (meta->tail == blkno)
 			meta->tail = InvalidBlockNumber;

@@ -53,7 +53,12 @@ vec_buffer_append(Relation index, const VecNodeHeader *entry, Size size)
 	archer_buffer_append_begin(index, ARCHER_VEC_PAGE_ID, MAXALIGN(size) + sizeof(ItemIdData),
 							   &append);
 	if (PageAddItem(append.target, (Item) entry, size, InvalidOffsetNumber, false, false) == InvalidOffsetNumber)
-		elog(ERROR, "archer_vector: could not add an entry to the insert buffer");
+	{
+		Buffer		target = BufferIsValid(append.newbuf) ? append.newbuf : append.tailbuf;
+
+		archer_corrupted(index, BufferGetBlockNumber(target),
+						 "An insert buffer page has no room where its header says there is.");
+	}
 	nentries = ++append.meta->entries;
 	archer_buffer_append_finish(&append);
 	return nentries;
@@ -160,6 +165,8 @@ vec_buffer_merge(Relation index, int64 max_entries)
 	VecMetaPageData meta;
 	uint32		pages_left;
 	uint64		start_serial;
+	BlockNumber last_head = InvalidBlockNumber;
+	OffsetNumber last_merged = InvalidOffsetNumber; /* on last_head */
 
 	/* the pages there are now: appends meanwhile cannot keep it going for ever */
 	vec_read_meta(index, &meta);
@@ -174,6 +181,18 @@ vec_buffer_merge(Relation index, int64 max_entries)
 		if (!BlockNumberIsValid(meta.buffer.head) || info->dim == 0)
 			break;
 		copy_unmerged(index, info, meta.buffer.head, &copy);
+
+		/*
+		 * A head page that stays after a turn took entries appended to it
+		 * meanwhile, past those merged: an entry the last turn merged that
+		 * shows up unmerged again would be merged for ever.
+		 */
+		if (meta.buffer.head != last_head)
+			last_merged = InvalidOffsetNumber;
+		else if (copy.n > 0 && copy.offnums[0] <= last_merged)
+			archer_corrupted(index, meta.buffer.head,
+							 "An insert buffer entry stays unmerged after its merge.");
+		last_head = meta.buffer.head;
 		for (int i = 0; i < copy.n && (max_entries <= 0 || merged < max_entries); i++)
 		{
 			ItemPointerData entry_tid;
@@ -183,6 +202,7 @@ vec_buffer_merge(Relation index, int64 max_entries)
 			archer_sq8_decode(vec_quantizer(info, copy.entries[i]->flags),
 							  vec_node_code(copy.entries[i]), x);
 			vec_insert_node(index, info, copy.entries[i], x, &entry_tid);
+			last_merged = copy.offnums[i];
 			merged++;
 		}
 		if (max_entries > 0 && merged >= max_entries)
@@ -191,7 +211,11 @@ vec_buffer_merge(Relation index, int64 max_entries)
 		freed = archer_buffer_free_head(index, ARCHER_VEC_PAGE_ID, meta.buffer.head,
 										page_all_merged, (void *) info);
 		if (freed)
+		{
+			/* the page may come back as a new page of the chain */
+			last_head = InvalidBlockNumber;
 			pages_left--;
+		}
 		else if (copy.n == 0)
 			break;
 		MemoryContextReset(cxt);

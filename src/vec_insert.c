@@ -211,9 +211,9 @@ mark_entry_merged(Relation index, const VecIndexInfo *info, GenericXLogState *st
 	VecNodeHeader *node;
 
 	node = vec_page_entry(index, page, blkno, ItemPointerGetOffsetNumber(entry), info);
+	/* merges are serialized and copy only unmerged entries */
 	if (node->flags & VEC_NODE_MERGED)
-		elog(ERROR, "archer_vector: buffer entry (%u,%u) is already merged",
-			 blkno, ItemPointerGetOffsetNumber(entry));
+		archer_corrupted(index, blkno, "An insert buffer entry being merged is marked merged already.");
 	node->flags |= VEC_NODE_MERGED;
 	meta->buffer.entries--;
 	return buf;
@@ -266,7 +266,8 @@ place_node(Relation index, const VecIndexInfo *info, VecNodeHeader *node, Size s
 		archer_page_init(page, ARCHER_VEC_PAGE_ID, ARCHER_PAGE_NODES, 0);
 	offnum = PageAddItem(page, (Item) node, size, InvalidOffsetNumber, false, false);
 	if (offnum == InvalidOffsetNumber)
-		elog(ERROR, "archer_vector: could not add a node to block %u", BufferGetBlockNumber(buf));
+		archer_corrupted(index, BufferGetBlockNumber(buf),
+						 "A node page has no room where its header says there is.");
 	ItemPointerSet(&tid, BufferGetBlockNumber(buf), offnum);
 
 	meta = VecPageGetMeta(metapage);
@@ -352,8 +353,7 @@ reuse_node(Relation index, const VecIndexInfo *info, VecNodeHeader *node, Size s
 
 	if (!(old->flags & VEC_NODE_DELETED) || ItemPointerIsValid(&old->heaptid) ||
 		old->level != node->level)
-		elog(ERROR, "archer_vector: node (%u,%u) is no longer free to reuse",
-			 blkno, ItemPointerGetOffsetNumber(tid));
+		archer_corrupted(index, blkno, "A node chosen for reuse is no longer free.");
 	memcpy(old, node, size);
 	meta->ndeleted--;
 	if (new_entry)

@@ -925,6 +925,15 @@ page_tuple(Relation index, Page page, BlockNumber blkno, OffsetNumber offnum,
 	itemid = PageGetItemId(page, offnum);
 	if (!ItemIdIsNormal(itemid))
 		archer_corrupted(index, blkno, "A link points to an unused line pointer.");
+	/*
+	 * Tuples lie between pd_upper and the special space: generic WAL
+	 * zeroes the hole below pd_upper of every page it logs, so a change to
+	 * a tuple there would be lost (a merged buffer entry would come back
+	 * unmerged, merged again, for ever)
+	 */
+	if (ItemIdGetOffset(itemid) < ((PageHeader) page)->pd_upper ||
+		ItemIdGetOffset(itemid) + ItemIdGetLength(itemid) > ((PageHeader) page)->pd_special)
+		archer_corrupted(index, blkno, "A line pointer points outside the page's tuple space.");
 	node = (VecNodeHeader *) PageGetItem(page, itemid);
 	if (node->level >= VEC_MAX_LAYERS ||
 		(page_flag == ARCHER_PAGE_BUFFER && node->level != 0) ||
