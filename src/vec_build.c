@@ -967,6 +967,14 @@ vec_build(Relation heap, Relation index, IndexInfo *indexInfo)
 		build.cand_heap = palloc_extended(sizeof(MemCandidate) * (build.maxnodes + 1),
 										  MCXT_ALLOC_HUGE);
 	}
+	/*
+	 * Row by row, every change is WAL-logged as an insert's: the meta and
+	 * quantizer pages written above without WAL go into WAL first, or the
+	 * inserts' records would change pages that recovery and standbys do
+	 * not have (full page images hide that only with full_page_writes on).
+	 */
+	if (!build.in_memory && build.nrows > 0)
+		archer_log_all_pages(index);
 	if (build.nrows > 0)
 		table_index_build_scan(heap, index, indexInfo, true, true, graph_callback, &build, NULL);
 	if (build.in_memory && build.nnodes > 0 && build.info->filter_m > 0)
@@ -997,7 +1005,8 @@ vec_build(Relation heap, Relation index, IndexInfo *indexInfo)
 	}
 
 	pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE, VEC_PHASE_WAL);
-	archer_log_all_pages(index);
+	if (build.in_memory || build.nrows == 0)
+		archer_log_all_pages(index);
 	/* groups of equal vectors may link only among themselves: link them in */
 	if (build.nrows > 0)
 		(void) vec_relink_unreachable(index, vec_index_info(index));
