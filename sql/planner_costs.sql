@@ -60,5 +60,28 @@ SELECT plan_matches('SELECT id FROM pc_vec WHERE label = 3', 'pc_vec_v') AS walk
 SELECT count(*) FROM pc_vec WHERE label = 3;
 RESET enable_seqscan;
 
+-- an ordered scan reads about ef_search * 2m nodes before its first row:
+-- the startup cost follows the index's own m, not the default's (12 times
+-- the nodes, each somewhat larger)
+CREATE TABLE pc_vec_m4 (id int, v avector(4));
+CREATE TABLE pc_vec_m48 (id int, v avector(4));
+INSERT INTO pc_vec_m4 SELECT i, ARRAY[i % 7, i % 5, i % 3, 1]::avector FROM generate_series(1, 20000) i;
+INSERT INTO pc_vec_m48 SELECT * FROM pc_vec_m4;
+CREATE INDEX pc_vec_m4_v ON pc_vec_m4 USING archer_vector (v) WITH (m = 4);
+CREATE INDEX pc_vec_m48_v ON pc_vec_m48 USING archer_vector (v) WITH (m = 48);
+ANALYZE pc_vec_m4, pc_vec_m48;
+CREATE FUNCTION pc_vec_startup(tbl text) RETURNS float8
+LANGUAGE plpgsql AS $$
+DECLARE
+    plan json;
+BEGIN
+    PERFORM set_config('enable_seqscan', 'off', true);
+    EXECUTE format('EXPLAIN (FORMAT JSON) SELECT id FROM %I ORDER BY v <-> ''[1,1,1,1]'' LIMIT 3', tbl) INTO plan;
+    RETURN (plan -> 0 -> 'Plan' -> 'Plans' -> 0 ->> 'Startup Cost')::float8;
+END $$;
+SELECT pc_vec_startup('pc_vec_m48') / pc_vec_startup('pc_vec_m4') BETWEEN 12 AND 20 AS startup_follows_m;
+DROP FUNCTION pc_vec_startup(text);
+DROP TABLE pc_vec_m4, pc_vec_m48;
+
 DROP TABLE pc_geo1, pc_geo2, pc_geo3, pc_vec;
 DROP FUNCTION pc_descents_cost(text);

@@ -10,6 +10,7 @@
 
 #include <float.h>
 
+#include "access/genam.h"
 #include "access/reloptions.h"
 #include "access/stratnum.h"
 #include "catalog/pg_amop.h"
@@ -138,6 +139,18 @@ walk_selectivity(PlannerInfo *root, IndexPath *path, Selectivity all)
 	return clauselist_selectivity(root, others, index->rel->relid, JOIN_INNER, NULL);
 }
 
+/* The index's m, from its options (no page read: planning never fails on a damaged index) */
+static int
+index_m(Oid indexoid)
+{
+	Relation	index = index_open(indexoid, NoLock);
+	VecOptions *options = (VecOptions *) index->rd_options;
+	int			m = options ? options->m : VEC_DEFAULT_M;
+
+	index_close(index, NoLock);
+	return m;
+}
+
 /*
  * An ordered scan reads about ef_search * 2m nodes before it returns its
  * first row, and about 2m more per further row; conditions on filter
@@ -180,7 +193,7 @@ vec_costestimate(PlannerInfo *root, IndexPath *path, double loop_count,
 	}
 	costs.numIndexTuples = ntuples;
 	genericcostestimate(root, path, loop_count, &costs);
-	startup_nodes = (double) archer_vector_ef_search * 2 * VEC_DEFAULT_M /
+	startup_nodes = (double) archer_vector_ef_search * 2 * index_m(path->indexinfo->indexoid) /
 		Max(walk_selectivity(root, path, costs.indexSelectivity), 1.0 / ntuples);
 	/*
 	 * A graph search jumps between node pages at random and is only fast
