@@ -29,7 +29,6 @@
 #include "access/xloginsert.h"
 #include "miscadmin.h"
 #include "pgstat.h"
-#include "storage/indexfsm.h"
 #include "storage/lmgr.h"
 #include "utils/rel.h"
 
@@ -277,37 +276,18 @@ archer_buffer_for_block(Relation index, BlockNumber blkno, uint16 page_id, uint8
 }
 
 /*
- * A new page, exclusively locked: a page VACUUM freed if the free space map
- * has one, else a new block at the end.  The caller initializes it and
- * registers it with GENERIC_XLOG_FULL_IMAGE.
+ * A new block at the end of the index, exclusively locked.  The caller
+ * initializes it and registers it with GENERIC_XLOG_FULL_IMAGE.  (Neither
+ * access method hands whole pages to the free space map: the insert
+ * buffers keep their own free lists, and the vector's map entries name
+ * node pages with a deleted node to overwrite.)
  */
 Buffer
 archer_new_buffer(Relation index)
 {
 	Buffer		buf;
-	bool		needlock;
+	bool		needlock = !RELATION_IS_LOCAL(index);
 
-	for (;;)
-	{
-		BlockNumber blkno = GetFreeIndexPage(index);
-
-		if (blkno == InvalidBlockNumber)
-			break;
-		buf = ReadBuffer(index, blkno);
-		/* someone else may be using it; skip rather than wait */
-		if (ConditionalLockBuffer(buf))
-		{
-			Page		page = BufferGetPage(buf);
-
-			if (PageIsNew(page) ||
-				(ArcherPageGetOpaque(page)->flags & ARCHER_PAGE_DELETED))
-				return buf;
-			LockBuffer(buf, BUFFER_LOCK_UNLOCK);
-		}
-		ReleaseBuffer(buf);
-	}
-
-	needlock = !RELATION_IS_LOCAL(index);
 	if (needlock)
 		LockRelationForExtension(index, ExclusiveLock);
 	buf = ReadBuffer(index, P_NEW);

@@ -133,8 +133,7 @@
 
 /*
  * The free space map lists node pages that hold deleted nodes for inserts
- * to overwrite, with this nominal amount: below BLCKSZ / 2, so that
- * GetFreeIndexPage (whole free pages) never takes such a page.
+ * to overwrite, with this nominal amount (find_reusable_node asks for 1)
  */
 #define VEC_FSM_REUSABLE		64
 
