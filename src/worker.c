@@ -399,7 +399,21 @@ archer_merge_launcher_main(Datum main_arg)
 
 /* ---- a database worker ---- */
 
-/* Let DROP DATABASE and blocked lock waiters end this worker, as they do autovacuum's */
+/*
+ * Let DROP DATABASE and blocked lock waiters end this worker, as they do
+ * autovacuum's.  Core offers a background worker no other way: DROP
+ * DATABASE (CountOtherDBBackends) signals only backends flagged
+ * PROC_IS_AUTOVACUUM and otherwise waits and fails with "database is being
+ * accessed by other users" (WITH (FORCE) would have to be asked for by the
+ * user), and the deadlock detector cancels only such a backend when it
+ * blocks a lock waiter (a session's ALTER TABLE would otherwise wait for a
+ * whole merge chunk).  The flag is set under ProcArrayLock in both places
+ * that hold it, as core's own vacuum does for PROC_IN_VACUUM.  The worker
+ * does nothing else that the flag changes the meaning of: it runs no
+ * VACUUM, and its transactions' snapshots are ordinary ones.  Tested by
+ * test/t/015_merge_worker.pl: DROP DATABASE, DROP INDEX, DROP TABLE and
+ * REINDEX during a merge return without waiting for it.
+ */
 static void
 act_as_autovacuum(void)
 {
