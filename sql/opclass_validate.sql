@@ -43,3 +43,15 @@ DROP OPERATOR CLASS bad_geo_purpose USING archer_geo;
 -- the shipped classes stay valid
 SELECT am.amname, bool_and(amvalidate(c.oid)) FROM pg_opclass c JOIN pg_am am ON am.oid = c.opcmethod
 WHERE am.amname IN ('archer_geo', 'archer_vector') GROUP BY 1 ORDER BY 1;
+-- archer_geo knows PostGIS's types by OID, not by name: a type named
+-- geometry in another schema (a domain over point) is no PostGIS geometry
+CREATE SCHEMA fake;
+CREATE DOMAIN fake.geometry AS point;
+CREATE OPERATOR CLASS fake_geometry_ops FOR TYPE fake.geometry USING archer_geo AS
+	OPERATOR 3 <-> (point, point) FOR ORDER BY float_ops;
+CREATE TABLE fake_t (g fake.geometry);
+INSERT INTO fake_t VALUES (point(1, 1));
+CREATE INDEX ON fake_t USING archer_geo (g fake_geometry_ops);
+DROP TABLE fake_t;
+DROP OPERATOR CLASS fake_geometry_ops USING archer_geo;
+DROP SCHEMA fake CASCADE;

@@ -180,6 +180,7 @@ extern GeoCachedRegion *geo_region_cache_acquire(GeoColumnKind kind, Datum polyg
 extern void geo_region_cache_release(GeoCachedRegion *cached);
 
 /* geo_postgis.c: PostGIS values and exact predicates */
+extern bool geo_postgis_column_kind(Oid typid, GeoColumnKind *kind);
 extern bool geo_postgis_point(Datum value, bool geography, double *lat, double *lng);
 extern bool geo_postgis_center_raw(Datum value, bool geography, int32 *srid,
 								   double *lat, double *lng, double *extent);

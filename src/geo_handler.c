@@ -57,19 +57,6 @@ archer_geo_init(void)
 							PGC_USERSET, 0, NULL, NULL, NULL);
 }
 
-static char *
-type_name(Oid typid)
-{
-	HeapTuple	tuple = SearchSysCache1(TYPEOID, ObjectIdGetDatum(typid));
-	char	   *name;
-
-	if (!HeapTupleIsValid(tuple))
-		elog(ERROR, "cache lookup failed for type %u", typid);
-	name = pstrdup(NameStr(((Form_pg_type) GETSTRUCT(tuple))->typname));
-	ReleaseSysCache(tuple);
-	return name;
-}
-
 /*
  * What the indexed column holds, from the operator class's input type;
  * cached in rd_amcache since inserts ask for every row.
@@ -79,22 +66,17 @@ geo_column_kind(Relation index)
 {
 	Oid			typid = index->rd_opcintype[0];
 	GeoColumnKind kind;
-	char	   *typname;
 
 	if (index->rd_amcache != NULL)
 		return *(GeoColumnKind *) index->rd_amcache;
 
-	typname = type_name(typid);
+	/* by type OID: a type of PostGIS's name in another schema is not PostGIS's */
 	if (typid == POINTOID)
 		kind = GEO_COLUMN_POINT;
-	else if (strcmp(typname, "geography") == 0)
-		kind = GEO_COLUMN_GEOGRAPHY;
-	else if (strcmp(typname, "geometry") == 0)
-		kind = GEO_COLUMN_GEOMETRY;
-	else
+	else if (!geo_postgis_column_kind(typid, &kind))
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("archer_geo cannot index type %s", typname)));
+				 errmsg("archer_geo cannot index type %s", format_type_be(typid))));
 
 	index->rd_amcache = MemoryContextAlloc(index->rd_indexcxt, sizeof(GeoColumnKind));
 	*(GeoColumnKind *) index->rd_amcache = kind;

@@ -149,6 +149,28 @@ postgis_catalog(void)
 	return &catalog;
 }
 
+/*
+ * Whether typid is PostGIS's geography or geometry type (false for any
+ * other type, also one of the same name in another schema, or without
+ * PostGIS), and which
+ */
+bool
+geo_postgis_column_kind(Oid typid, GeoColumnKind *kind)
+{
+	const PostgisCatalog *cat;
+
+	if (!OidIsValid(get_extension_oid("postgis", true)))
+		return false;
+	cat = postgis_catalog();
+	if (typid == cat->geography_type)
+		*kind = GEO_COLUMN_GEOGRAPHY;
+	else if (typid == cat->geometry_type)
+		*kind = GEO_COLUMN_GEOMETRY;
+	else
+		return false;
+	return true;
+}
+
 /* Functions of PostGIS an exact predicate calls, kept in its fn_extra */
 typedef struct PostgisFuncs
 {
