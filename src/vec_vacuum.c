@@ -294,6 +294,8 @@ repair_graph(Relation index, const VecIndexInfo *info, IndexVacuumInfo *vinfo,
 		buf = ReadBufferExtended(index, MAIN_FORKNUM, blkno, RBM_NORMAL, vinfo->strategy);
 		LockBuffer(buf, BUFFER_LOCK_SHARE);
 		page = BufferGetPage(buf);
+		if (!PageIsNew(page))
+			archer_check_page(index, page, blkno, ARCHER_VEC_PAGE_ID);
 		if (PageIsNew(page) || !(ArcherPageGetOpaque(page)->flags & ARCHER_PAGE_NODES))
 		{
 			UnlockReleaseBuffer(buf);
