@@ -76,8 +76,8 @@ archer_vector_am_init(void)
 							NULL, &archer_vector_ef_search, 40, 1, 10000,
 							PGC_USERSET, 0, NULL, NULL, NULL);
 	DefineCustomIntVariable("archer.vector_max_scan_tuples",
-							"Most rows one archer_vector scan returns before it stops (with a NOTICE).",
-							"Filtered queries keep the scan going until enough rows pass the filter; this bounds the work.",
+							"Rows after which an archer_vector scan starts no further search round (with a NOTICE).",
+							"Filtered queries keep the scan going until enough rows pass the filter; this bounds the work. The round under way still returns its rows.",
 							&archer_vector_max_scan_tuples, 20000, 1, INT_MAX,
 							PGC_USERSET, 0, NULL, NULL, NULL);
 	DefineCustomEnumVariable("archer.vector_order",

@@ -20,8 +20,9 @@
  * node is skipped, so rows come back in exact distance order (pgvector's
  * strict_order does the same); under relaxed it is held back and handed
  * out once the search has nothing else (out of order, but no row is lost
- * to a filter the index cannot apply).  archer.vector_max_scan_tuples caps
- * the rows one scan returns, with a NOTICE when it cuts the scan short.  When
+ * to a filter the index cannot apply).  Once a scan has returned
+ * archer.vector_max_scan_tuples rows it starts no further round (the round
+ * under way still returns its rows), with a NOTICE.  When
  * the graph search runs dry, or has met an eighth of the index's nodes, one
  * pass over the node pages adds whatever it has not reached, so a selective
  * filter still fills its LIMIT, and the rest of the scan, knowing every
