@@ -105,6 +105,18 @@ SET archer.vector_order = relaxed;
 SELECT 'relaxed' AS state, f, k.* FROM (VALUES ('true'), ('grp = 2')) f(f), LATERAL vnb_check(f) k;
 RESET archer.vector_order;
 
+-- a zero vector under cosine next to NULL ones: its node is never marked
+-- like a NULL vector's (ZERO and WIDE together), even where the trained
+-- range (here 1000+ rows, every component positive) clamps its code
+CREATE TABLE vz (id int, v avector(4));
+INSERT INTO vz SELECT i, ARRAY(SELECT 1 + random() + 0 * i FROM generate_series(1, 4))::avector
+FROM generate_series(1, 1200) i;
+CREATE INDEX vz_cos ON vz USING archer_vector (v avector_cosine_ops);
+INSERT INTO vz VALUES (2001, '[0,0,0,0]'), (2002, NULL), (2003, '[0,0,0,0]');
+SELECT n_rows, same_order, used_index FROM knn_vs_seq(
+    'SELECT v <=> ''[1,2,3,4]'' AS dist FROM vz ORDER BY v <=> ''[1,2,3,4]'' LIMIT 2000');
+SELECT archer_vector_verify('vz_cos') AS verified;
+
 -- an index built without vectors holds no NULL rows (no dimension yet):
 -- it falls back to leaving them out, and verify agrees
 CREATE TABLE vn_empty (id int, v avector(2));
@@ -121,4 +133,4 @@ RESET enable_seqscan;
 
 DROP VIEW vn_cases;
 DROP FUNCTION vn_check(text, text, text, int), vnb_check(text);
-DROP TABLE vn, vn_only, vnb, vn_empty;
+DROP TABLE vn, vn_only, vnb, vn_empty, vz;
