@@ -184,6 +184,24 @@
 #define VEC_NODE_WIDE			0x08	/* code of the wide quantizer (sq_wide) */
 #define VEC_NODE_FILTER_NULL(i)	(0x10 << (i))	/* filter column i is NULL */
 
+/*
+ * A row whose vector is NULL: a level-0 node that nothing links to and
+ * that links to nothing, with no code, holding the row's filter values, so
+ * that a scan can return the row after every row with a distance, as a
+ * sequential scan's sort puts NULL distances last (vec_scan.c).  No flag bit
+ * is free: such a node has ZERO and WIDE both, which vec_encode never sets
+ * together (the code of a zero vector under cosine is never read, so it is
+ * not re-encoded wide).  Builds before these nodes could set both on a zero
+ * vector whose narrow code clamped: the combination means a NULL vector
+ * only in an index whose meta page has VEC_META_NULL_VECTORS
+ * (info->null_vectors).  Code that reads a node's code or follows its
+ * links checks VEC_NODE_IS_NULL_VECTOR first (vec_quantizer would pick
+ * sq_wide).
+ */
+#define VEC_NODE_NULL_VECTOR	(VEC_NODE_ZERO | VEC_NODE_WIDE)
+#define VEC_NODE_IS_NULL_VECTOR(info, flags) \
+	((info)->null_vectors && ((flags) & VEC_NODE_NULL_VECTOR) == VEC_NODE_NULL_VECTOR)
+
 /* integer filter columns after the vector column; strategies as btree's */
 #define VEC_MAX_FILTERS			4
 #define VEC_FILTER_STRATEGIES	5
@@ -231,7 +249,15 @@ typedef struct VecMetaPageData
  * reports rows "in wrong order"); the checksum names the damage instead.
  */
 #define VEC_META_QUANTIZER_CRC	0x0001	/* quantizer_crc is set */
-#define VEC_META_KNOWN_FLAGS	VEC_META_QUANTIZER_CRC
+/*
+ * Every row with a NULL vector has a node (VEC_NODE_NULL_VECTOR).  Builds
+ * before them left it unset: such an index holds no row with a NULL vector,
+ * and gets none (REINDEX to include them).  An index whose dimension is
+ * not known yet (built without vectors) has nowhere to put such a row's
+ * node (the quantizer pages go first): the first one clears the flag.
+ */
+#define VEC_META_NULL_VECTORS	0x0002
+#define VEC_META_KNOWN_FLAGS	(VEC_META_QUANTIZER_CRC | VEC_META_NULL_VECTORS)
 
 #define VecPageGetMeta(page)	((VecMetaPageData *) PageGetContents(page))
 
@@ -259,6 +285,7 @@ typedef struct VecIndexInfo
 	ArcherSQ8	sq;				/* trained on the rows of the build */
 	ArcherSQ8	sq_wide;		/* the same, VEC_WIDE_FACTOR times wider */
 	float		lift_norm2;		/* inner product: M^2 of the graph's space (vec_utils.c) */
+	bool		null_vectors;	/* rows with a NULL vector have nodes (VEC_META_NULL_VECTORS) */
 	ArcherRecentBuffers *recent;	/* where node pages were last read; NULL in builds */
 } VecIndexInfo;
 

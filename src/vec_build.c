@@ -61,7 +61,8 @@ typedef struct BuildState
 	/* pass 1 */
 	float	   *min;
 	float	   *max;
-	double		nrows;
+	double		nrows;			/* rows with a vector */
+	double		nnulls;			/* rows whose vector is NULL */
 	/* pass 2 */
 	bool		in_memory;
 	BuildNode  *nodes;
@@ -115,6 +116,7 @@ vec_init_meta_page(Page page, const VecIndexInfo *info, int quantizer_pages)
 	meta->quantizer_pages = quantizer_pages;
 	meta->insert_page = InvalidBlockNumber;
 	meta->buffer.head = meta->buffer.tail = meta->buffer.free = InvalidBlockNumber;
+	meta->meta_flags |= VEC_META_NULL_VECTORS;
 }
 
 /*
@@ -156,7 +158,10 @@ range_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
 	int			dim;
 
 	if (isnull[0])
+	{
+		build->nnulls++;
 		return;
+	}
 	oldcxt = MemoryContextSwitchTo(build->tmpcxt);
 	x = vec_row_values(build->info, values[0], &dim);
 	if (build->info->dim == 0)
@@ -214,6 +219,8 @@ link_offset(const BuildState *build, int64 node, int layer)
 static bool
 on_list(const BuildState *build, int64 node, int layer)
 {
+	if (VEC_NODE_IS_NULL_VECTOR(build->info, build->nodes[node].flags))
+		return false;
 	if (VEC_IS_FILTER_LIST(layer))
 		return !(build->nodes[node].flags & VEC_NODE_FILTER_NULL(layer - VEC_FILTER_LIST(0)));
 	return build->nodes[node].level >= layer;
@@ -670,8 +677,6 @@ graph_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
 	BuildNode  *node;
 	int			nslots;
 
-	if (isnull[0])
-		return;
 	if (!build->in_memory)
 	{
 		vec_insert(index, values, isnull, tid, NULL, UNIQUE_CHECK_NO, false, NULL);
@@ -680,17 +685,29 @@ graph_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
 	}
 
 	oldcxt = MemoryContextSwitchTo(build->tmpcxt);
-	x = vec_row_values(info, values[0], &dim);
 	if (build->nnodes == build->maxnodes)
 		elog(ERROR, "archer_vector build: more rows than counted in the first pass");
 	node = &build->nodes[build->nnodes];
 	node->heaptid = *tid;
-	node->level = vec_random_level(info->m);
-	while (node->level > 0 &&
-		   vec_node_size(info, node->level) > (Size) ARCHER_PAGE_CAPACITY_BYTES - 64)
-		node->level--;
-	vec_encode(info, x, build->codes + build->nnodes * info->dim, &node->error,
-			   &node->norm, &node->flags);
+	if (isnull[0])
+	{
+		/* a node of its own, linked to nothing (vec.h) */
+		node->level = 0;
+		node->flags = VEC_NODE_NULL_VECTOR;
+		node->error = 0;
+		node->norm = 0;
+		memset(build->codes + build->nnodes * info->dim, 0, info->dim);
+	}
+	else
+	{
+		x = vec_row_values(info, values[0], &dim);
+		node->level = vec_random_level(info->m);
+		while (node->level > 0 &&
+			   vec_node_size(info, node->level) > (Size) ARCHER_PAGE_CAPACITY_BYTES - 64)
+			node->level--;
+		vec_encode(info, x, build->codes + build->nnodes * info->dim, &node->error,
+				   &node->norm, &node->flags);
+	}
 	vec_filter_values(info, values, isnull, node->filters, &node->flags);
 	nslots = 2 * info->m + info->nfilters * info->filter_m + node->level * info->m;
 	if (build->nlinks + nslots > build->maxlinks)
@@ -708,7 +725,8 @@ graph_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
 		build->links[build->nlinks + i] = -1;
 	build->nlinks += nslots;
 
-	mem_insert(build, build->nnodes);
+	if (!isnull[0])
+		mem_insert(build, build->nnodes);
 	build->nnodes++;
 	if (build->nnodes % 1000 == 0)
 		pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_DONE, build->nnodes);
@@ -863,6 +881,7 @@ build_info(Relation index)
 	info->is_array = index->rd_opcintype[0] == FLOAT4ARRAYOID;
 	vec_index_columns(index, info);
 	info->filter_m = info->nfilters > 0 ? vec_filter_slots(info->m) : 0;
+	info->null_vectors = true;	/* VEC_META_NULL_VECTORS, set by vec_init_meta_page */
 	info->dim = (!info->is_array && typmod > 0) ? typmod : 0;
 	/* the metric is the strategy of the opclass's operator */
 	for (int strategy = 1; strategy <= VEC_NSTRATEGIES; strategy++)
@@ -936,6 +955,9 @@ vec_build(Relation heap, Relation index, IndexInfo *indexInfo)
 
 		LockBuffer(metabuf, BUFFER_LOCK_EXCLUSIVE);
 		vec_init_meta_page(BufferGetPage(metabuf), build.info, quantizer_pages);
+		/* no dimension, no place for their nodes: the index goes without them (vec.h) */
+		if (build.nrows == 0 && build.nnulls > 0)
+			VecPageGetMeta(BufferGetPage(metabuf))->meta_flags &= ~VEC_META_NULL_VECTORS;
 		if (quantizer_pages > 0)
 			vec_set_quantizer_checksum(BufferGetPage(metabuf), build.min, build.max,
 									   build.info->dim);
@@ -945,20 +967,21 @@ vec_build(Relation heap, Relation index, IndexInfo *indexInfo)
 
 	pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE, VEC_PHASE_GRAPH);
 	pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_TOTAL, (int64) build.nrows);
-	build.in_memory = graph_memory(build.info, build.nrows) <= (double) maintenance_work_mem * 1024;
+	build.in_memory = graph_memory(build.info, build.nrows + build.nnulls) <=
+		(double) maintenance_work_mem * 1024;
 	if (build.nrows > 0 && !build.in_memory)
 		ereport(NOTICE,
 				(errmsg("archer_vector graph does not fit in maintenance_work_mem"),
 				 errdetail("Building it needs about %.0f MB; the index is built row by row on disk instead, which is slower.",
-						   graph_memory(build.info, build.nrows) / (1024 * 1024)),
+						   graph_memory(build.info, build.nrows + build.nnulls) / (1024 * 1024)),
 				 errhint("Increase maintenance_work_mem to speed up index creation.")));
 	build.entry = -1;
 	if (build.in_memory && build.nrows > 0)
 	{
-		build.maxnodes = (int64) build.nrows;
+		build.maxnodes = (int64) (build.nrows + build.nnulls);
 		build.nodes = palloc_extended(sizeof(BuildNode) * build.maxnodes, MCXT_ALLOC_HUGE);
 		build.codes = palloc_extended((Size) build.maxnodes * build.info->dim, MCXT_ALLOC_HUGE);
-		build.maxlinks = (int64) (build.nrows * (2 * build.info->m + build.info->m / 2 + 1 +
+		build.maxlinks = (int64) (build.maxnodes * (2 * build.info->m + build.info->m / 2 + 1 +
 												 build.info->nfilters * build.info->filter_m));
 		build.links = palloc_extended(sizeof(int32) * build.maxlinks, MCXT_ALLOC_HUGE);
 		build.link_dist = palloc_extended(sizeof(float) * build.maxlinks, MCXT_ALLOC_HUGE);
@@ -977,12 +1000,12 @@ vec_build(Relation heap, Relation index, IndexInfo *indexInfo)
 		archer_log_all_pages(index);
 	if (build.nrows > 0)
 		table_index_build_scan(heap, index, indexInfo, true, true, graph_callback, &build, NULL);
-	if (build.in_memory && build.nnodes > 0 && build.info->filter_m > 0)
+	if (build.in_memory && build.entry >= 0 && build.info->filter_m > 0)
 		build_filter_lists(&build);
-	if (build.in_memory && build.nnodes > 0)
+	if (build.in_memory && build.entry >= 0)
 		reconnect_orphans(&build);
 
-	if (build.in_memory && build.nnodes > 0)
+	if (build.in_memory && build.entry >= 0)
 	{
 		Buffer		metabuf;
 		int64	   *order;
@@ -1013,7 +1036,7 @@ vec_build(Relation heap, Relation index, IndexInfo *indexInfo)
 	MemoryContextDelete(build.tmpcxt);
 
 	result = palloc(sizeof(IndexBuildResult));
-	result->heap_tuples = build.nrows;
+	result->heap_tuples = build.nrows + build.nnulls;
 	result->index_tuples = build.nnodes;
 	return result;
 }

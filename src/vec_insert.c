@@ -691,13 +691,52 @@ new_node(const VecIndexInfo *info, const float *x, const Datum *values, const bo
 	return node;
 }
 
+/* The node of a row whose vector is NULL (vec.h): no code, no links */
+static VecNodeHeader *
+new_null_node(const VecIndexInfo *info, const Datum *values, const bool *isnull,
+			  ItemPointer heaptid)
+{
+	VecNodeHeader *node = palloc0(vec_node_size(info, 0));
+	int64		filters[VEC_MAX_FILTERS];
+
+	node->heaptid = *heaptid;
+	node->flags = VEC_NODE_NULL_VECTOR;
+	vec_filter_values(info, values, isnull, filters, &node->flags);
+	vec_node_set_filters(node, info, filters);
+	clear_links(node, info);
+	return node;
+}
+
+/*
+ * An index whose dimension is not known yet has nowhere to put the node of
+ * a row whose vector is NULL: it stops holding such rows (vec.h).  The
+ * caller holds VEC_INSERT_LOCK.
+ */
+static void
+forget_null_vectors(Relation index)
+{
+	Buffer		metabuf = archer_read_page(index, ARCHER_META_BLKNO, BUFFER_LOCK_EXCLUSIVE,
+										   ARCHER_VEC_PAGE_ID);
+
+	if (VecPageGetMeta(BufferGetPage(metabuf))->meta_flags & VEC_META_NULL_VECTORS)
+	{
+		GenericXLogState *state = GenericXLogStart(index);
+		VecMetaPageData *meta = VecPageGetMeta(GenericXLogRegisterBuffer(state, metabuf, 0));
+
+		meta->meta_flags &= ~VEC_META_NULL_VECTORS;
+		GenericXLogFinish(state);
+	}
+	UnlockReleaseBuffer(metabuf);
+}
+
 /*
  * Link a node into the graph: src holds its heap TID, code, error and
  * filter values (a new_node() or an insert buffer entry, any level), x the
  * vector its neighbours are searched for.  The node takes a random level,
- * or the level of a deleted node it overwrites.  With entry, the insert
- * buffer entry it comes from is marked merged in the record that places
- * it.  The caller holds VEC_INSERT_LOCK.
+ * or the level of a deleted node it overwrites.  The node of a NULL vector
+ * (x NULL) is placed at level 0 and linked to nothing.  With entry, the
+ * insert buffer entry it comes from is marked merged in the record that
+ * places it.  The caller holds VEC_INSERT_LOCK.
  */
 void
 vec_insert_node(Relation index, const VecIndexInfo *info, const VecNodeHeader *src,
@@ -709,13 +748,22 @@ vec_insert_node(Relation index, const VecIndexInfo *info, const VecNodeHeader *s
 	VecQuery	query;
 	VecLink    *links;
 	int			nlinks = 0;
-	int			level = vec_random_level(info->m);
+	bool		null_vector = VEC_NODE_IS_NULL_VECTOR(info, src->flags);
+	int			level = 0;
 	int64		filters[VEC_MAX_FILTERS];
 	ItemPointerData tid;
-	bool		reuse;
+	bool		reuse = false;
 
-	/* a reused node keeps its level: levels are drawn alike, and its size stays */
-	reuse = find_reusable_node(index, info, &tid, &level);
+	/*
+	 * A reused node keeps its level: levels are drawn alike, and its size
+	 * stays.  A NULL vector's node stays on level 0 (an upper level would
+	 * count as the top layer's), so it takes a new slot.
+	 */
+	if (!null_vector)
+	{
+		level = vec_random_level(info->m);
+		reuse = find_reusable_node(index, info, &tid, &level);
+	}
 	while (level > 0 && vec_node_size(info, level) > (Size) ARCHER_PAGE_CAPACITY_BYTES - 64)
 		level--;
 	size = vec_node_size(info, level);
@@ -734,6 +782,11 @@ vec_insert_node(Relation index, const VecIndexInfo *info, const VecNodeHeader *s
 	vec_read_meta(index, &meta);
 	links = palloc(sizeof(VecLink) *
 				   (2 * info->m + level * info->m + info->nfilters * info->filter_m));
+	if (null_vector)
+	{
+		tid = place_node(index, info, node, size, false, entry);
+		return;
+	}
 	if (ItemPointerIsValid(&meta.entry))
 	{
 		VecCandidate *near = palloc(sizeof(VecCandidate) * Max(info->ef_construction, 2 * info->m));
@@ -830,24 +883,34 @@ vec_insert(Relation index, Datum *values, bool *isnull, ItemPointer ht_ctid,
 	MemoryContext cxt;
 	MemoryContext oldcxt;
 	const VecIndexInfo *info;
-	const float *x;
+	const float *x = NULL;
 	int			dim;
-
-	/* rows with a NULL vector have no distance to order by: not indexed */
-	if (isnull[0])
-		return false;
 
 	cxt = AllocSetContextCreate(CurrentMemoryContext, "archer_vector insert",
 								ALLOCSET_DEFAULT_SIZES);
 	oldcxt = MemoryContextSwitchTo(cxt);
 	info = vec_index_info(index);
-	x = vec_row_values(info, values[0], &dim);
+	/*
+	 * A NULL vector gets a node linked to nothing, that scans return after
+	 * all others (vec.h); an index of an older build holds none
+	 */
+	if (isnull[0] && !info->null_vectors)
+	{
+		MemoryContextSwitchTo(oldcxt);
+		MemoryContextDelete(cxt);
+		return false;
+	}
+	if (!isnull[0])
+		x = vec_row_values(info, values[0], &dim);
 	if (info->dim > 0 && vec_insert_buffered(index))
 	{
 		/* an append; the graph work waits for a merge */
-		uint32		waiting = vec_buffer_append(index, new_node(info, x, values, isnull, ht_ctid, 0),
-												vec_buffer_entry_size(info));
+		uint32		waiting;
 
+		waiting = vec_buffer_append(index,
+									isnull[0] ? new_null_node(info, values, isnull, ht_ctid) :
+									new_node(info, x, values, isnull, ht_ctid, 0),
+									vec_buffer_entry_size(info));
 		archer_request_merge(waiting);
 		if (waiting >= (uint32) archer_insert_buffer_max_entries)
 			(void) archer_merge_buffer(index, 0, false);
@@ -859,15 +922,21 @@ vec_insert(Relation index, Datum *values, bool *isnull, ItemPointer ht_ctid,
 		{
 			/* another first insert may have set the index up while this one waited */
 			info = vec_index_info(index);
-			if (info->dim == 0)
+			if (info->dim > 0)
+				x = isnull[0] ? NULL : vec_row_values(info, values[0], &dim);
+			else if (!isnull[0])
 			{
 				initialize_empty_index(index, x, dim);
 				info = vec_index_info(index);
 			}
 			else
-				x = vec_row_values(info, values[0], &dim);
+				forget_null_vectors(index);
 		}
-		vec_insert_node(index, info, new_node(info, x, values, isnull, ht_ctid, 0), x, NULL);
+		if (info->dim > 0)
+			vec_insert_node(index, info,
+							isnull[0] ? new_null_node(info, values, isnull, ht_ctid) :
+							new_node(info, x, values, isnull, ht_ctid, 0),
+							x, NULL);
 		UnlockPage(index, VEC_INSERT_LOCK, ExclusiveLock);
 	}
 	MemoryContextSwitchTo(oldcxt);

@@ -278,9 +278,11 @@ vec_relink_unreachable(Relation index, const VecIndexInfo *info)
 			for (OffsetNumber off = FirstOffsetNumber; off <= PageGetMaxOffsetNumber(page); off++)
 			{
 				ItemPointerData tid;
+				uint8		flags = vec_page_node(index, page, blkno, off, info)->flags;
 
 				ItemPointerSet(&tid, blkno, off);
-				if (!(vec_page_node(index, page, blkno, off, info)->flags & VEC_NODE_DELETED) &&
+				/* a NULL vector's node is linked to nothing on purpose (vec.h) */
+				if (!(flags & VEC_NODE_DELETED) && !VEC_NODE_IS_NULL_VECTOR(info, flags) &&
 					!vec_reach_contains(&reach, &tid))
 					unreached[nunreached++] = off;
 			}

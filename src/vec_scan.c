@@ -39,6 +39,12 @@
  * The insert buffer's entries (vec_buffer.c) are read first, all of them,
  * into the found set: they compete with the graph's nodes in every round.
  *
+ * Rows whose vector is NULL have nodes that nothing links to (vec.h): a
+ * sequential scan's sort puts their NULL distances after every other row,
+ * and so does the scan, once the search is over.  The page sweep notes
+ * them as it passes; a scan that ended without one reads the node pages
+ * for them then.  A scan that LIMIT stops earlier never looks for them.
+ *
  * Each returned row carries a lower bound of its exact distance
  * (xs_recheckorderby): the executor computes the exact distance from the
  * heap row and reorders.  The executor emits a row once no later bound
@@ -155,6 +161,14 @@ typedef struct VecScanOpaqueData
 	/* null_query: a walk over every node page */
 	BlockNumber walk_blkno;
 	OffsetNumber walk_offnum;
+
+	/* rows whose vector is NULL, returned last (null_vectors: the index has them) */
+	bool		null_vectors;
+	bool		nulls_collected;	/* nulls holds every such row that meets the keys */
+	ItemPointerData *nulls;		/* their heap TIDs */
+	int			nnulls;
+	int			maxnulls;
+	int			nulls_pos;
 } VecScanOpaqueData;
 
 typedef VecScanOpaqueData *VecScanOpaque;
@@ -273,6 +287,10 @@ vec_rescan(IndexScanDesc scan, ScanKey keys, int nkeys, ScanKey orderbys, int no
 	so->nbypassed = so->maxbypassed = 0;
 	so->nreturned = 0;
 	so->last_bound = -DBL_MAX;
+	so->null_vectors = false;
+	so->nulls_collected = false;
+	so->nulls = NULL;
+	so->nnulls = so->maxnulls = so->nulls_pos = 0;
 	so->null_query = scan->numberOfOrderBys == 0 ||
 		(scan->orderByData[0].sk_flags & SK_ISNULL) != 0;
 	pgstat_count_index_scan(scan->indexRelation);
@@ -297,6 +315,20 @@ add_found(VecScanOpaque so, float distance, const VecNodeHeader *header)
 	found->returned = false;
 	found->late = false;
 	found->buffered = false;
+}
+
+/* A row whose vector is NULL, to return after all others */
+static void
+add_null_row(VecScanOpaque so, ItemPointer heaptid)
+{
+	if (so->nnulls == so->maxnulls)
+	{
+		so->maxnulls = Max(so->maxnulls * 2, 64);
+		so->nulls = so->nulls ?
+			repalloc_huge(so->nulls, sizeof(ItemPointerData) * so->maxnulls) :
+			MemoryContextAllocHuge(so->scancxt, sizeof(ItemPointerData) * so->maxnulls);
+	}
+	so->nulls[so->nnulls++] = *heaptid;
 }
 
 /* A graph node whose row the scan already met as an insert buffer entry */
@@ -326,6 +358,8 @@ buffer_entry_found(const VecNodeHeader *entry, void *arg)
 		}
 		so->buffered_tids[so->nbuffered - 1] = entry->heaptid;
 	}
+	else if (VEC_NODE_IS_NULL_VECTOR(so->info, entry->flags))
+		add_null_row(so, (ItemPointer) &entry->heaptid);
 	else
 	{
 		add_found(so, vec_query_distance(&so->query, vec_node_code((VecNodeHeader *) entry),
@@ -390,8 +424,15 @@ start_search(IndexScanDesc scan)
 	so->started = true;
 	vec_read_meta(index, &meta);
 	so->sweep_at = Max(meta.nnodes / VEC_SWEEP_FRACTION, 1);
-	if (so->info->dim == 0 || so->unsatisfiable ||
-		(!ItemPointerIsValid(&meta.entry) && !BlockNumberIsValid(meta.buffer.head)))
+	if (so->info->dim == 0 || so->unsatisfiable)
+	{
+		so->done = true;
+		MemoryContextSwitchTo(oldcxt);
+		return;
+	}
+	so->null_vectors = so->info->null_vectors;
+	/* no graph and no buffer: at most rows whose vector is NULL */
+	if (!ItemPointerIsValid(&meta.entry) && !BlockNumberIsValid(meta.buffer.head))
 	{
 		so->done = true;
 		MemoryContextSwitchTo(oldcxt);
@@ -709,17 +750,19 @@ run_round(IndexScanDesc scan)
  * not reached (a cluster no link leads into, nodes cut off while VACUUM
  * relinks, the far side of the index) is still in the index.  Read every
  * node page once and add the live nodes not met yet, so that a filtered
- * query still fills its LIMIT when matching rows exist.
+ * query still fills its LIMIT when matching rows exist; note the rows
+ * whose vector is NULL on the way.  With nulls_only (the search is over)
+ * only those.
  */
 static void
-sweep_unvisited(IndexScanDesc scan)
+sweep_unvisited(IndexScanDesc scan, bool nulls_only)
 {
 	VecScanOpaque so = (VecScanOpaque) scan->opaque;
 	Relation	index = scan->indexRelation;
 	BlockNumber nblocks = RelationGetNumberOfBlocks(index);
 	MemoryContext oldcxt = MemoryContextSwitchTo(so->scancxt);
 
-	so->swept = true;
+	so->swept |= !nulls_only;
 	for (BlockNumber blkno = ARCHER_META_BLKNO + 1; blkno < nblocks; blkno++)
 	{
 		Buffer		buf = vec_read_node_page(index, blkno);
@@ -735,12 +778,27 @@ sweep_unvisited(IndexScanDesc scan)
 			ItemPointerData tid;
 
 			ItemPointerSet(&tid, blkno, off);
-			if ((node->flags & VEC_NODE_DELETED) || !vec_visited_add(&so->visited, &tid) ||
+			if (node->flags & VEC_NODE_DELETED)
+				continue;
+			if (VEC_NODE_IS_NULL_VECTOR(so->info, node->flags))
+			{
+				if (so->null_vectors && !so->nulls_collected && node_matches(so, node) &&
+					!in_buffer(so, node))
+					add_null_row(so, &node->heaptid);
+				continue;
+			}
+			if (nulls_only || !vec_visited_add(&so->visited, &tid) ||
 				!node_matches(so, node) || in_buffer(so, node))
 				continue;
 			add_found(so, vec_query_distance(&so->query, vec_node_code(node), node->flags), node);
 		}
 		UnlockReleaseBuffer(buf);
+	}
+	so->nulls_collected = true;
+	if (nulls_only)
+	{
+		MemoryContextSwitchTo(oldcxt);
+		return;
 	}
 	/* every node is found: the graph has nothing left to lead to */
 	so->candidates.count = 0;
@@ -748,6 +806,20 @@ sweep_unvisited(IndexScanDesc scan)
 	so->nbypassed = 0;
 	so->nupper = 0;
 	MemoryContextSwitchTo(oldcxt);
+}
+
+/* Whether the scan may return another row (archer.vector_max_scan_tuples) */
+static bool
+budget_left(VecScanOpaque so)
+{
+	if (so->nreturned < archer_vector_max_scan_tuples)
+		return true;
+	ereport(NOTICE,
+			(errmsg("archer_vector scan stopped after %lld rows",
+					(long long) so->nreturned),
+			 errdetail("archer.vector_max_scan_tuples limits how many rows one scan returns; the query may return fewer rows than requested."),
+			 errhint("Raise archer.vector_max_scan_tuples for very selective filters.")));
+	return false;
 }
 
 /* Prepare the next round; false when the index or the budget is exhausted */
@@ -758,18 +830,15 @@ next_round(IndexScanDesc scan)
 	bool		more_found = false;
 
 	if (!so->swept && (!search_open(so) || so->visited.count >= so->sweep_at))
-		sweep_unvisited(scan);
+		sweep_unvisited(scan, false);
 	for (int i = 0; i < so->nfound && !more_found; i++)
 		more_found = !so->found[i].returned;
 	if (!search_open(so) && !more_found)
 		return false;
-	if (so->nreturned >= archer_vector_max_scan_tuples)
+	if (!budget_left(so))
 	{
-		ereport(NOTICE,
-				(errmsg("archer_vector scan stopped after %lld rows",
-						(long long) so->nreturned),
-				 errdetail("archer.vector_max_scan_tuples limits how many rows one scan returns; the query may return fewer rows than requested."),
-				 errhint("Raise archer.vector_max_scan_tuples for very selective filters.")));
+		/* a scan cut short returns no rows after the cut */
+		so->null_vectors = false;
 		return false;
 	}
 	if (so->width < INT_MAX / 2)
@@ -921,6 +990,24 @@ vec_gettuple(IndexScanDesc scan, ScanDirection dir)
 			ready_late_nodes(scan);
 		else
 			so->done = true;
+	}
+
+	/* every row with a distance is out: the rows whose vector is NULL */
+	if (so->null_vectors)
+	{
+		if (!so->nulls_collected)
+			sweep_unvisited(scan, true);
+		if (so->nulls_pos < so->nnulls && budget_left(so))
+		{
+			so->nreturned++;
+			scan->xs_heaptid = so->nulls[so->nulls_pos++];
+			scan->xs_orderbyvals[0] = (Datum) 0;
+			scan->xs_orderbynulls[0] = true;
+			scan->xs_recheckorderby = false;
+			scan->xs_recheck = false;
+			return true;
+		}
+		so->null_vectors = false;
 	}
 	return false;
 }

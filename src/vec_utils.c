@@ -533,6 +533,7 @@ vec_index_info(Relation index)
 	info->ef_construction = meta.ef_construction;
 	info->metric = meta.metric;
 	info->filter_m = meta.filter_m;
+	info->null_vectors = (meta.meta_flags & VEC_META_NULL_VECTORS) != 0;
 	info->is_array = index->rd_opcintype[0] == FLOAT4ARRAYOID;
 	vec_index_columns(index, info);
 	if (info->filter_m != 0 &&
@@ -667,9 +668,12 @@ vec_encode(const VecIndexInfo *info, const float *x, uint8 *code, float *error,
 
 	/*
 	 * Rounding alone leaves at most half a step per dimension; more means
-	 * the trained range clamped the vector: try the wide quantizer.
+	 * the trained range clamped the vector: try the wide quantizer.  Not for
+	 * a zero vector under cosine: its code is never read (its distance is
+	 * 1), and ZERO with WIDE marks the node of a NULL vector (vec.h).
 	 */
-	if ((double) *error * *error > 0.25 * rounding_bound2(&info->sq) * (1 + 1e-4))
+	if (!(*flags & VEC_NODE_ZERO) &&
+		(double) *error * *error > 0.25 * rounding_bound2(&info->sq) * (1 + 1e-4))
 	{
 		uint8	   *wide = palloc(dim);
 		float		wide_error = encode_with(&info->sq_wide, work, wide, decoded);

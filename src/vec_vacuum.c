@@ -321,6 +321,12 @@ repair_graph(Relation index, const VecIndexInfo *info, IndexVacuumInfo *vinfo,
 				pfree(node);
 				continue;
 			}
+			/* a NULL vector's node has no links to repair and is no entry point */
+			if (VEC_NODE_IS_NULL_VECTOR(info, node->flags))
+			{
+				pfree(node);
+				continue;
+			}
 			if (node->level > top_level)
 			{
 				top_level = node->level;

@@ -12,7 +12,9 @@
  * only nodes with the list owner's value in its column; the entry point is
  * a live node on the top layer; every live node is reachable from the entry
  * point (vec_reach.c: VACUUM relinks those that are not);
- * every row visible to a fresh snapshot with a non-NULL vector has a live
+ * nodes of NULL vectors (vec.h) have no links and no link leads to them;
+ * every row visible to a fresh snapshot with a non-NULL vector (and, in an
+ * index that holds them, with a NULL one) has a live
  * node (or insert buffer entry) that describes it: its filter values are
  * the row's, its norm is the row's, and its code decodes to a vector no
  * farther from the row's than the node's recorded error, which is what
@@ -49,8 +51,10 @@ typedef struct VecVerifyState
 	const VecIndexInfo *info;
 	VecVisited	live;			/* live nodes */
 	VecVisited	deleted;		/* deleted nodes */
+	VecVisited	nulls;			/* live nodes of NULL vectors, not in live */
 	HTAB	   *rows;			/* heap TID -> its live node or buffer entry (VecRowNode) */
-	int64		nlive;
+	int64		nlive;			/* live nodes, nnulls of them of NULL vectors */
+	int64		nnulls;
 	int64		nbuffered;		/* insert buffer entries not merged yet */
 } VecVerifyState;
 
@@ -134,10 +138,18 @@ collect_nodes(VecVerifyState *state, int quantizer_pages, uint8 *max_level)
 				{
 					if (!ItemPointerIsValid(&node->heaptid))
 						archer_corrupted(index, blkno, "A node holds an invalid heap pointer.");
-					(void) vec_visited_add(&state->live, &tid);
 					add_row(state, node, blkno, off);
-					*max_level = Max(*max_level, node->level);
 					state->nlive++;
+					if (VEC_NODE_IS_NULL_VECTOR(state->info, node->flags))
+					{
+						if (node->level != 0)
+							archer_corrupted(index, blkno, "A node of a NULL vector is on an upper layer.");
+						(void) vec_visited_add(&state->nulls, &tid);
+						state->nnulls++;
+						continue;
+					}
+					(void) vec_visited_add(&state->live, &tid);
+					*max_level = Max(*max_level, node->level);
 				}
 			}
 		}
@@ -214,8 +226,12 @@ check_links(VecVerifyState *state, int quantizer_pages)
 
 					if (!ItemPointerIsValid(&slots[i].tid))
 						continue;
+					if (VEC_NODE_IS_NULL_VECTOR(state->info, node->flags))
+						archer_corrupted(index, blkno, "A node of a NULL vector has links.");
 					if (vec_visited_contains(&state->deleted, &slots[i].tid))
 						archer_corrupted(index, blkno, "A live node links to a deleted node.");
+					if (vec_visited_contains(&state->nulls, &slots[i].tid))
+						archer_corrupted(index, blkno, "A link points to the node of a NULL vector.");
 					if (!vec_visited_contains(&state->live, &slots[i].tid))
 						archer_corrupted(index, blkno, "A link points to no node.");
 					if (!VEC_IS_FILTER_LIST(lists[l]))
@@ -275,9 +291,11 @@ check_reachable(VecVerifyState *state, int quantizer_pages)
 		for (OffsetNumber off = FirstOffsetNumber; off <= PageGetMaxOffsetNumber(page); off++)
 		{
 			ItemPointerData tid;
+			uint8		flags = vec_page_node(index, page, blkno, off, state->info)->flags;
 
 			ItemPointerSet(&tid, blkno, off);
-			if (vec_page_node(index, page, blkno, off, state->info)->flags & VEC_NODE_DELETED ||
+			/* a NULL vector's node is linked to nothing on purpose */
+			if ((flags & VEC_NODE_DELETED) || VEC_NODE_IS_NULL_VECTOR(state->info, flags) ||
 				vec_reach_contains(&reach, &tid))
 				continue;
 			if (nunreached++ == 0)
@@ -323,21 +341,14 @@ code_within_error(const VecIndexInfo *info, const float *x, const uint8 *code,
 	return sqrt(distance2) <= error + slack;
 }
 
-/* The node's norm, zero-vector flag and filter values are the row's */
+/* The node's filter values are the row's */
 static bool
-node_describes_row(const VecIndexInfo *info, const VecNodeHeader *node, const float *x,
-				   Datum *values, bool *isnull)
+filters_describe_row(const VecIndexInfo *info, const VecNodeHeader *node, Datum *values,
+					 bool *isnull)
 {
-	double		norm2 = 0;
 	int64		filters[VEC_MAX_FILTERS];
 	uint8		null_flags = 0;
 
-	for (int i = 0; i < info->dim; i++)
-		norm2 += (double) x[i] * x[i];
-	if (fabs(sqrt(norm2) - node->norm) > 1e-5 * sqrt(norm2) ||
-		(info->metric == VEC_METRIC_COSINE &&
-		 (norm2 == 0) != ((node->flags & VEC_NODE_ZERO) != 0)))
-		return false;
 	vec_filter_values(info, values, isnull, filters, &null_flags);
 	for (int i = 0; i < info->nfilters; i++)
 	{
@@ -350,6 +361,24 @@ node_describes_row(const VecIndexInfo *info, const VecNodeHeader *node, const fl
 	return true;
 }
 
+/* The node's norm, zero-vector flag and filter values are the row's */
+static bool
+node_describes_row(const VecIndexInfo *info, const VecNodeHeader *node, const float *x,
+				   Datum *values, bool *isnull)
+{
+	double		norm2 = 0;
+
+	if (VEC_NODE_IS_NULL_VECTOR(info, node->flags))
+		return false;
+	for (int i = 0; i < info->dim; i++)
+		norm2 += (double) x[i] * x[i];
+	if (fabs(sqrt(norm2) - node->norm) > 1e-5 * sqrt(norm2) ||
+		(info->metric == VEC_METRIC_COSINE &&
+		 (norm2 == 0) != ((node->flags & VEC_NODE_ZERO) != 0)))
+		return false;
+	return filters_describe_row(info, node, values, isnull);
+}
+
 /* The row's node (graph node or buffer entry) describes the row's values */
 static void
 check_row_node(VecVerifyState *state, ItemPointer tid, ItemPointer where, Datum *values,
@@ -360,8 +389,8 @@ check_row_node(VecVerifyState *state, ItemPointer tid, ItemPointer where, Datum 
 	Buffer		buf = archer_read_page(state->index, blkno, BUFFER_LOCK_SHARE, ARCHER_VEC_PAGE_ID);
 	Page		page = BufferGetPage(buf);
 	VecNodeHeader *node;
-	int			dim;
-	const float *x = vec_datum_values(info, values[0], &dim);
+	int			dim = 0;
+	const float *x = isnull[0] ? NULL : vec_datum_values(info, values[0], &dim);
 	float	   *unit = NULL;
 	bool		matches;
 
@@ -369,15 +398,19 @@ check_row_node(VecVerifyState *state, ItemPointer tid, ItemPointer where, Datum 
 		node = vec_page_entry(state->index, page, blkno, ItemPointerGetOffsetNumber(where), info);
 	else
 		node = vec_page_node(state->index, page, blkno, ItemPointerGetOffsetNumber(where), info);
-	matches = node_describes_row(info, node, x, values, isnull);
-	if (matches && info->metric == VEC_METRIC_COSINE && !(node->flags & VEC_NODE_ZERO))
+	if (isnull[0])
+		matches = VEC_NODE_IS_NULL_VECTOR(state->info, node->flags) &&
+			filters_describe_row(info, node, values, isnull);
+	else
+		matches = node_describes_row(info, node, x, values, isnull);
+	if (matches && !isnull[0] && info->metric == VEC_METRIC_COSINE && !(node->flags & VEC_NODE_ZERO))
 	{
 		unit = palloc(sizeof(float) * dim);
 		memcpy(unit, x, sizeof(float) * dim);
 		archer_vec_normalize(unit, dim);
 		x = unit;
 	}
-	if (matches && !(node->flags & VEC_NODE_ZERO))
+	if (matches && !isnull[0] && !(node->flags & VEC_NODE_ZERO))
 		matches = code_within_error(info, x, vec_node_code(node), node->flags, node->error);
 	UnlockReleaseBuffer(buf);
 	if (unit)
@@ -400,7 +433,8 @@ verify_heap_callback(Relation index, ItemPointer tid, Datum *values, bool *isnul
 	VecVerifyState *state = (VecVerifyState *) arg;
 	VecRowNode *row;
 
-	if (isnull[0])
+	/* an index of an older build holds no row whose vector is NULL */
+	if (isnull[0] && !state->info->null_vectors)
 		return;
 	row = hash_search(state->rows, tid, HASH_FIND, NULL);
 	if (row == NULL)
@@ -450,13 +484,14 @@ archer_vector_verify(PG_FUNCTION_ARGS)
 			archer_corrupted(index, ARCHER_META_BLKNO, "The meta page holds impossible options.");
 		vec_visited_init(&state.live, 1024);
 		vec_visited_init(&state.deleted, 64);
+		vec_visited_init(&state.nulls, 64);
 		state.rows = rows_map();
 		collect_nodes(&state, meta.quantizer_pages, &max_level);
 		check_links(&state, meta.quantizer_pages);
-		if (state.nlive > 0 &&
+		if (state.nlive > state.nnulls &&
 			(!vec_visited_contains(&state.live, &meta.entry) || meta.entry_level != max_level))
 			archer_corrupted(index, ARCHER_META_BLKNO, "The entry point is not a live node on the top layer.");
-		if (state.nlive > 0)
+		if (state.nlive > state.nnulls)
 			check_reachable(&state, meta.quantizer_pages);
 		archer_buffer_check_chain(index, ARCHER_VEC_PAGE_ID, &meta.buffer, NULL, NULL);
 		if (state.nbuffered != meta.buffer.entries)
