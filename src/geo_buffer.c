@@ -70,9 +70,10 @@ typedef struct GeoPending
 /*
  * Most pending entries of an index without an insert buffer: its flush
  * inserts them into the tree sorted, one WAL record per leaf touched, so
- * the more it takes at once the more of them share a leaf (at 8192, 14
- * entries per leaf of a 200,000-row index).  28 bytes an entry, twice
- * (the sorted copy): 448 kB per index a session inserts into.
+ * the more it takes at once the more of them share a leaf (8,192 keys
+ * spread over a 200,000-row index: about 12 per leaf).  28 bytes an entry
+ * and 24 for the sorted copy: at most 416 kB per index a session inserts
+ * into.
  */
 #define GEO_PENDING_TREE_MAX	8192
 

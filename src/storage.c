@@ -361,9 +361,10 @@ archer_page_append_logged(Relation index, Buffer buf, const void *entries, int n
 	OffsetNumber entries_fragment[2];
 	LocationIndex new_lower;
 
-	if (n <= 0 || header->pd_lower + n * entry_size > header->pd_upper)
-		elog(ERROR, "index \"%s\": no room for %d entries in block %u",
-			 RelationGetRelationName(index), n, BufferGetBlockNumber(buf));
+	/* callers count the room from pd_lower: pd_upper can only be damaged */
+	if (header->pd_lower + n * entry_size > header->pd_upper)
+		archer_corrupted(index, BufferGetBlockNumber(buf),
+						 "The page's free space ends before its entry capacity.");
 	entries_fragment[0] = header->pd_lower;
 	entries_fragment[1] = n * entry_size;
 	new_lower = header->pd_lower + n * entry_size;
