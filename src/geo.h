@@ -250,8 +250,8 @@ extern bool geo_insert(Relation index, Datum *values, bool *isnull,
 					   ItemPointer ht_ctid, Relation heap,
 					   IndexUniqueCheck checkUnique, bool indexUnchanged,
 					   IndexInfo *indexInfo);
-extern void geo_tree_insert(Relation index, const GeoLeafEntry *entry);
-extern int	geo_tree_insert_run(Relation index, const GeoLeafEntry *run, int n);
+extern int	geo_tree_insert_run(Relation index, const GeoLeafEntry *run, int n,
+								bool skip_present);
 
 /* geo_visibility.c: which copies an index-only scan may answer from */
 typedef struct GeoVisibility
@@ -275,7 +275,7 @@ extern bool geo_visibility_fetch(GeoVisibility *vis, ItemPointer tid, Snapshot s
 /* geo_buffer.c: the insert buffer */
 extern void geo_buffer_init(void);
 extern bool geo_insert_buffered(Relation index);
-extern void geo_buffer_add(Relation index, const GeoLeafEntry *entry);
+extern void geo_pending_add(Relation index, const GeoLeafEntry *entry);
 extern void geo_buffer_flush_pending(Relation index);
 extern int64 geo_buffer_merge(Relation index, int64 max_entries);
 extern void geo_buffer_vacuum_begin(Relation index);

@@ -1,13 +1,16 @@
 /*-------------------------------------------------------------------------
  *
  * geo_buffer.c
- *	  The insert buffer of archer_geo (WITH (insert_buffer = on)): pending
- *	  entries of this session, buffer pages, merges into the tree, and what
- *	  scans read of it.
+ *	  Pending entries of this session, and the insert buffer of archer_geo
+ *	  (WITH (insert_buffer = on)): buffer pages, merges into the tree, and
+ *	  what scans read of it.
  *
  * An insert adds its (cell id, heap TID) to a list this session keeps per
- * index.  The list goes to the index's buffer pages (insert_buffer.c's
- * chain; each page a dense array of GeoLeafEntry in insertion order) when it
+ * index.  Without an insert buffer, the list goes into the tree, sorted, a
+ * leaf at a time (insert_pending), when it holds GEO_PENDING_TREE_MAX
+ * entries and at the moments below.  With one, the list goes to the
+ * index's buffer pages (insert_buffer.c's chain; each page a dense array of
+ * GeoLeafEntry in insertion order) when it
  * fills a page, at the end of every statement (ExecutorEnd, and before
  * every utility statement, which covers COPY), when a scan of that index
  * starts in this session, and before the transaction commits or prepares:
@@ -15,7 +18,7 @@
  * WAL record carries hundreds of entries.  Entries of an aborted
  * (sub)transaction that are still pending are dropped: their rows are
  * dead, and VACUUM could otherwise free their heap slots before the
- * entries reach the buffer.
+ * entries reach the buffer or the tree.
  *
  * A merge (under the ARCHER_MERGE_LOCK heavyweight page lock) takes the
  * head page, sorts its entries, inserts them leaf by leaf (one WAL record per
@@ -46,15 +49,33 @@
 #include "geo.h"
 #include "merge.h"
 
-/* Entries of one index this session inserted and has not written yet */
+/*
+ * Entries of one index this session inserted and has not written yet, in
+ * insertion order (so that those of an aborted subtransaction are last).
+ * The arrays grow by doubling up to the flush size, so that a session
+ * inserting a row at a time holds a few entries, not a batch's worth.
+ */
 typedef struct GeoPending
 {
 	Oid			indexoid;
 	RelFileLocator node;		/* a new relfilenode (TRUNCATE, REINDEX) drops them */
 	int			nentries;
-	GeoLeafEntry entries[GEO_LEAF_CAPACITY];
-	SubTransactionId subxids[GEO_LEAF_CAPACITY];
+	int			capacity;
+	GeoLeafEntry *entries;
+	SubTransactionId *subxids;
+	GeoLeafEntry *sorted;		/* a tree flush's sorted copy of entries */
+	bool		interrupted;	/* a tree flush failed part way: see insert_pending */
 } GeoPending;
+
+/*
+ * Most pending entries of an index without an insert buffer: its flush
+ * inserts them into the tree sorted, one WAL record per leaf touched, so
+ * the more it takes at once the more of them share a leaf (8,192 keys
+ * spread over a 200,000-row index: about 12 per leaf).  28 bytes an entry
+ * and 24 for the sorted copy: at most 416 kB per index a session inserts
+ * into.
+ */
+#define GEO_PENDING_TREE_MAX	8192
 
 static MemoryContext pending_cxt = NULL;
 static List *pending_lists = NIL;
@@ -117,9 +138,37 @@ write_pending(Relation index, GeoPending *pending)
 }
 
 /*
- * Write the pending list; with may_merge, a session that fills the buffer
- * merges it (unless a merge runs), but never at commit, where an error in
- * the merge would abort the transaction for others' entries.
+ * Insert the pending entries into the tree of an index without an insert
+ * buffer: sorted, leaf by leaf, one WAL record per leaf touched instead of
+ * one per row (the delta GenericXLog computes over the whole leaf is most
+ * of a row's cost otherwise).  The list keeps its insertion order until
+ * every entry is in, so that a subtransaction that aborts after an error
+ * here (caught by a PL/pgSQL exception block, say) still drops its own
+ * entries; the next flush then skips the keys the failed one had inserted.
+ */
+static void
+insert_pending(Relation index, GeoPending *pending)
+{
+	int			n = pending->nentries;
+	bool		skip_present = pending->interrupted;
+
+	memcpy(pending->sorted, pending->entries, sizeof(GeoLeafEntry) * n);
+	geo_sort_leaf_entries(pending->sorted, n);
+	pending->interrupted = true;
+	for (int i = 0; i < n;)
+	{
+		CHECK_FOR_INTERRUPTS();
+		i += geo_tree_insert_run(index, &pending->sorted[i], n - i, skip_present);
+	}
+	pending->interrupted = false;
+	pending->nentries = 0;
+}
+
+/*
+ * Write the pending list, to the insert buffer or (without one) into the
+ * tree; with may_merge, a session that fills the buffer merges it (unless
+ * a merge runs), but never at commit, where an error in the merge would
+ * abort the transaction for others' entries.
  */
 static void
 flush_pending(Relation index, GeoPending *pending, bool may_merge)
@@ -128,6 +177,11 @@ flush_pending(Relation index, GeoPending *pending, bool may_merge)
 
 	if (pending->nentries == 0)
 		return;
+	if (!geo_insert_buffered(index))
+	{
+		insert_pending(index, pending);
+		return;
+	}
 	nwaiting = write_pending(index, pending);
 	archer_request_merge(nwaiting);
 	if (may_merge && nwaiting >= archer_insert_buffer_max_entries)
@@ -197,11 +251,16 @@ any_pending(void)
 	return false;
 }
 
-/* Add an inserted row's key to this session's pending list for the index */
+/*
+ * Add an inserted row's key to this session's pending list for the index.
+ * The list is flushed when it holds a buffer page's worth (with an insert
+ * buffer) or GEO_PENDING_TREE_MAX entries (without).
+ */
 void
-geo_buffer_add(Relation index, const GeoLeafEntry *entry)
+geo_pending_add(Relation index, const GeoLeafEntry *entry)
 {
 	GeoPending *pending = find_pending(RelationGetRelid(index));
+	int			limit = geo_insert_buffered(index) ? GEO_LEAF_CAPACITY : GEO_PENDING_TREE_MAX;
 
 	if (pending == NULL)
 	{
@@ -210,21 +269,34 @@ geo_buffer_add(Relation index, const GeoLeafEntry *entry)
 		if (pending_cxt == NULL)
 			pending_cxt = AllocSetContextCreate(TopMemoryContext, "archer_geo pending inserts",
 												ALLOCSET_DEFAULT_SIZES);
-		pending = MemoryContextAllocZero(pending_cxt, sizeof(GeoPending));
+		oldcxt = MemoryContextSwitchTo(pending_cxt);
+		pending = palloc0(sizeof(GeoPending));
 		pending->indexoid = RelationGetRelid(index);
 		pending->node = index->rd_locator;
-		oldcxt = MemoryContextSwitchTo(pending_cxt);
+		pending->capacity = 64;
+		pending->entries = palloc(sizeof(GeoLeafEntry) * pending->capacity);
+		pending->subxids = palloc(sizeof(SubTransactionId) * pending->capacity);
+		pending->sorted = palloc(sizeof(GeoLeafEntry) * pending->capacity);
 		pending_lists = lappend(pending_lists, pending);
 		MemoryContextSwitchTo(oldcxt);
 	}
 	if (!RelFileLocatorEquals(index->rd_locator, pending->node))
 	{
 		pending->nentries = 0;
+		pending->interrupted = false;
 		pending->node = index->rd_locator;
+	}
+	if (pending->nentries == pending->capacity)
+	{
+		pending->capacity *= 2;
+		pending->entries = repalloc(pending->entries, sizeof(GeoLeafEntry) * pending->capacity);
+		pending->subxids = repalloc(pending->subxids,
+									sizeof(SubTransactionId) * pending->capacity);
+		pending->sorted = repalloc(pending->sorted, sizeof(GeoLeafEntry) * pending->capacity);
 	}
 	pending->entries[pending->nentries] = *entry;
 	pending->subxids[pending->nentries] = GetCurrentSubTransactionId();
-	if (++pending->nentries == GEO_LEAF_CAPACITY)
+	if (++pending->nentries >= limit)
 		flush_pending(index, pending, true);
 }
 
@@ -365,7 +437,7 @@ geo_buffer_merge(Relation index, int64 max_entries)
 		for (int i = 0; i < nentries;)
 		{
 			CHECK_FOR_INTERRUPTS();
-			i += geo_tree_insert_run(index, &entries[i], nentries - i);
+			i += geo_tree_insert_run(index, &entries[i], nentries - i, true);
 		}
 		/* entries appended meanwhile keep the page: the next turn merges them */
 		if (archer_buffer_free_head(index, ARCHER_GEO_PAGE_ID, meta.head, page_merged, &nentries))

@@ -1,11 +1,13 @@
 /*-------------------------------------------------------------------------
  *
  * geo_insert.c
- *	  Inserting keys into the archer_geo B+-tree: one row's, or a sorted
- *	  run of them from the insert buffer (geo_buffer.c).
+ *	  Inserting keys into the archer_geo B+-tree, a sorted run at a time:
+ *	  a session's pending inserts or a merge's copy of an insert buffer page
+ *	  (both in geo_buffer.c).
  *
- * Fast path: descend to the leaf, lock it exclusively, insert if it has
- * room: one WAL record for one page.
+ * Fast path: descend to the leaf of the run's first key, lock it
+ * exclusively, add the run's keys that belong there while it has room: one
+ * WAL record for the page, however many keys.
  *
  * Split path: under the split lock (a heavyweight lock that serializes
  * structure changes, see geo.h), descend again from the root with exclusive
@@ -43,29 +45,32 @@ page_is_full(Page page)
 }
 
 /*
- * Insert into a leaf page image known to have room: append to the unsorted
- * tail, so the WAL record carries one entry rather than the half page a
- * sorted insert shifts; a full tail is sorted into the prefix.
+ * Add n entries to a leaf with room for them, in one WAL record.  They go
+ * to the unsorted tail, so the record carries the new entries rather than
+ * the half page a sorted insert shifts, and is written without
+ * GenericXLog's whole-page comparison (archer_page_append_logged).  When
+ * the tail would exceed GEO_LEAF_TAIL_MAX, the whole page is sorted in the
+ * same record (through GenericXLog: it rewrites most of the page anyway).
  */
 static void
-leaf_page_add(Page page, const GeoLeafEntry *entry)
+leaf_add(Relation index, Buffer buf, const GeoLeafEntry *entries, int n)
 {
-	GeoLeafEntry *entries = (GeoLeafEntry *) ArcherPageGetEntries(page);
+	Page		page = BufferGetPage(buf);
 	int			nentries = archer_page_nentries(page, sizeof(GeoLeafEntry));
+	GenericXLogState *state;
+	Page		image;
 
-	entries[nentries] = *entry;
-	archer_page_set_nentries(page, sizeof(GeoLeafEntry), nentries + 1);
-	if (nentries + 1 - ArcherPageGetOpaque(page)->nsorted > GEO_LEAF_TAIL_MAX)
-		geo_leaf_sort(page);
-}
-
-static void
-leaf_insert(Relation index, Buffer buf, const GeoLeafEntry *entry)
-{
-	GenericXLogState *state = GenericXLogStart(index);
-	Page		page = GenericXLogRegisterBuffer(state, buf, 0);
-
-	leaf_page_add(page, entry);
+	if (nentries + n - ArcherPageGetOpaque(page)->nsorted <= GEO_LEAF_TAIL_MAX)
+	{
+		archer_page_append_logged(index, buf, entries, n, sizeof(GeoLeafEntry));
+		return;
+	}
+	state = GenericXLogStart(index);
+	image = GenericXLogRegisterBuffer(state, buf, 0);
+	memcpy(ArcherPageGetEntries(image) + nentries * sizeof(GeoLeafEntry), entries,
+		   n * sizeof(GeoLeafEntry));
+	archer_page_set_nentries(image, sizeof(GeoLeafEntry), nentries + n);
+	geo_leaf_sort(image);
 	GenericXLogFinish(state);
 }
 
@@ -251,7 +256,7 @@ insert_with_splits(Relation index, const GeoLeafEntry *entry)
 		buf = child;
 		level--;
 	}
-	leaf_insert(index, buf, entry);
+	leaf_add(index, buf, entry, 1);
 	UnlockReleaseBuffer(buf);
 }
 
@@ -273,22 +278,25 @@ leaf_contains(Page page, uint64 cellid, ItemPointer tid)
 }
 
 /*
- * Insert a sorted run of keys (a merge's sorted copy of an insert buffer
- * page) that belong to the leaf of its first key, in one WAL record,
- * skipping keys the leaf already holds: a merge that a crash interrupted
- * is run again.  Stops at the
- * leaf's high key or when the leaf is full; a full leaf takes the first
- * key through the split path.  Returns how many keys of the run it
- * handled (at least one).
+ * Insert a sorted run of keys that belong to the leaf of its first key, in
+ * one WAL record.  Runs come from a merge's sorted copy of an insert buffer
+ * page, or from a session's sorted pending inserts (geo_buffer.c).  With
+ * skip_present, keys the leaf already holds are skipped: a merge, or a
+ * pending flush, that an error or crash interrupted is run again.  Stops at
+ * the leaf's high key or when the leaf is full; a full leaf takes the first
+ * key through the split path.  Returns how many keys of the run it handled
+ * (at least one).
  */
 int
-geo_tree_insert_run(Relation index, const GeoLeafEntry *run, int n)
+geo_tree_insert_run(Relation index, const GeoLeafEntry *run, int n, bool skip_present)
 {
 	Buffer		leaf = geo_descend(index, run[0].cellid, (ItemPointer) &run[0].tid,
 								   BUFFER_LOCK_EXCLUSIVE);
 	Page		page = BufferGetPage(leaf);
 	ArcherPageOpaque opaque = ArcherPageGetOpaque(page);
-	GenericXLogState *state = NULL;
+	int			room = GEO_LEAF_CAPACITY - archer_page_nentries(page, sizeof(GeoLeafEntry));
+	GeoLeafEntry add[GEO_LEAF_CAPACITY];
+	int			nadd = 0;
 	int			done = 0;
 
 	for (; done < n; done++)
@@ -298,20 +306,14 @@ geo_tree_insert_run(Relation index, const GeoLeafEntry *run, int n)
 		if ((opaque->flags & ARCHER_PAGE_HAS_HIKEY) &&
 			geo_key_cmp(run[done].cellid, tid, opaque->hikey_cellid, &opaque->hikey_tid) >= 0)
 			break;
-		if (leaf_contains(page, run[done].cellid, tid))
+		if (skip_present && leaf_contains(page, run[done].cellid, tid))
 			continue;
-		if (page_is_full(page))
+		if (nadd >= room)
 			break;
-		if (state == NULL)
-		{
-			state = GenericXLogStart(index);
-			page = GenericXLogRegisterBuffer(state, leaf, 0);
-			opaque = ArcherPageGetOpaque(page);
-		}
-		leaf_page_add(page, &run[done]);
+		add[nadd++] = run[done];
 	}
-	if (state != NULL)
-		GenericXLogFinish(state);
+	if (nadd > 0)
+		leaf_add(index, leaf, add, nadd);
 	UnlockReleaseBuffer(leaf);
 	if (done == 0)
 	{
@@ -323,25 +325,11 @@ geo_tree_insert_run(Relation index, const GeoLeafEntry *run, int n)
 	return done;
 }
 
-void
-geo_tree_insert(Relation index, const GeoLeafEntry *entry)
-{
-	Buffer		leaf = geo_descend(index, entry->cellid, (ItemPointer) &entry->tid,
-								   BUFFER_LOCK_EXCLUSIVE);
-
-	if (!page_is_full(BufferGetPage(leaf)))
-	{
-		leaf_insert(index, leaf, entry);
-		UnlockReleaseBuffer(leaf);
-		return;
-	}
-	UnlockReleaseBuffer(leaf);
-
-	LockPage(index, GEO_SPLIT_LOCK, ExclusiveLock);
-	insert_with_splits(index, entry);
-	UnlockPage(index, GEO_SPLIT_LOCK, ExclusiveLock);
-}
-
+/*
+ * An inserted row's key goes to this session's pending list for the index
+ * (geo_buffer.c), which writes it to the insert buffer or, without one,
+ * into the tree with the keys inserted with it.
+ */
 bool
 geo_insert(Relation index, Datum *values, bool *isnull, ItemPointer ht_ctid,
 		   Relation heap, IndexUniqueCheck checkUnique, bool indexUnchanged,
@@ -350,9 +338,6 @@ geo_insert(Relation index, Datum *values, bool *isnull, ItemPointer ht_ctid,
 	GeoLeafEntry entry;
 
 	geo_make_leaf_entry(geo_column_kind(index), values[0], isnull[0], ht_ctid, &entry);
-	if (geo_insert_buffered(index))
-		geo_buffer_add(index, &entry);
-	else
-		geo_tree_insert(index, &entry);
+	geo_pending_add(index, &entry);
 	return false;
 }

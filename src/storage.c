@@ -26,6 +26,7 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "access/relscan.h"
+#include "access/rmgr.h"
 #include "access/xloginsert.h"
 #include "miscadmin.h"
 #include "pgstat.h"
@@ -313,6 +314,59 @@ archer_write_new_page(Relation index, BlockNumber expected, Page page)
 	memcpy(BufferGetPage(buf), page, BLCKSZ);
 	MarkBufferDirty(buf);
 	UnlockReleaseBuffer(buf);
+}
+
+/*
+ * Append n entries of entry_size bytes to the entry array of a page with
+ * room for them (the caller holds its exclusive lock), in one WAL record
+ * that carries just those bytes and the new pd_lower.
+ *
+ * GenericXLog finds what a change did by copying the page and comparing
+ * every byte outside the hole with the copy: for a page that takes a few
+ * entries, that comparison costs more than everything else the insert
+ * does.  An append changes two known places, which this logs in the form
+ * generic redo applies (a run of fragments: offset and length as
+ * OffsetNumbers, then the bytes) under RM_GENERIC_ID, so that replay,
+ * wal_consistency_checking and pg_waldump take it for the record
+ * GenericXLogFinish would have written; like generic redo, the hole is
+ * zero on both sides (every change to the page went through either).
+ */
+void
+archer_page_append_logged(Relation index, Buffer buf, const void *entries, int n,
+						  Size entry_size)
+{
+	Page		page = BufferGetPage(buf);
+	PageHeader	header = (PageHeader) page;
+	OffsetNumber lower_fragment[2] = {offsetof(PageHeaderData, pd_lower), sizeof(LocationIndex)};
+	OffsetNumber entries_fragment[2];
+	LocationIndex new_lower;
+
+	/* callers count the room from pd_lower: pd_upper can only be damaged */
+	if (header->pd_lower + n * entry_size > header->pd_upper)
+		archer_corrupted(index, BufferGetBlockNumber(buf),
+						 "The page's free space ends before its entry capacity.");
+	entries_fragment[0] = header->pd_lower;
+	entries_fragment[1] = n * entry_size;
+	new_lower = header->pd_lower + n * entry_size;
+
+	START_CRIT_SECTION();
+	memcpy((char *) page + header->pd_lower, entries, n * entry_size);
+	header->pd_lower = new_lower;
+	MarkBufferDirty(buf);
+	if (RelationNeedsWAL(index))
+	{
+		XLogRecPtr	lsn;
+
+		XLogBeginInsert();
+		XLogRegisterBuffer(0, buf, REGBUF_STANDARD);
+		XLogRegisterBufData(0, (char *) lower_fragment, sizeof(lower_fragment));
+		XLogRegisterBufData(0, (char *) &header->pd_lower, sizeof(LocationIndex));
+		XLogRegisterBufData(0, (char *) entries_fragment, sizeof(entries_fragment));
+		XLogRegisterBufData(0, (char *) page + entries_fragment[0], entries_fragment[1]);
+		lsn = XLogInsert(RM_GENERIC_ID, 0);
+		PageSetLSN(page, lsn);
+	}
+	END_CRIT_SECTION();
 }
 
 /* WAL-log every page of an index built without WAL */

@@ -180,6 +180,8 @@ pg_noreturn extern void archer_corrupted(Relation index, BlockNumber blkno,
 										 const char *detail);
 extern void archer_write_new_page(Relation index, BlockNumber expected, Page page);
 extern void archer_log_all_pages(Relation index);
+extern void archer_page_append_logged(Relation index, Buffer buf, const void *entries, int n,
+									  Size entry_size);
 extern void archer_set_empty_itup(IndexScanDesc scan);
 
 /* A heap TID as one integer, in ItemPointerCompare's order */
