@@ -20,7 +20,12 @@
  * node is skipped, so rows come back in exact distance order (pgvector's
  * strict_order does the same); under relaxed it is held back and handed
  * out once the search has nothing else (out of order, but no row is lost
- * to a filter the index cannot apply).  Once a scan has returned
+ * to a filter the index cannot apply).  A round whose layer 0 runs out of
+ * candidates follows the upper layers' links at once, and a round after
+ * which the graph has nothing left reads the node pages (below) before it
+ * hands out its rows: the graph's last rows are its farthest, and every
+ * node it never reached (a part no link leads into, nodes cut off while
+ * VACUUM relinks) would be late after them.  Once a scan has returned
  * archer.vector_max_scan_tuples rows it starts no further round (the round
  * under way still returns its rows), with a NOTICE.  When
  * the graph search runs dry, or has met an eighth of the index's nodes, one
@@ -172,6 +177,8 @@ typedef struct VecScanOpaqueData
 } VecScanOpaqueData;
 
 typedef VecScanOpaqueData *VecScanOpaque;
+
+static void sweep_unvisited(IndexScanDesc scan, bool nulls_only);
 
 IndexScanDesc
 vec_beginscan(Relation index, int nkeys, int norderbys)
@@ -651,6 +658,21 @@ follow_upper_links(IndexScanDesc scan, const VecCandidate *current, VecHeap *bes
 		follow_links(scan, current, layer, best);
 }
 
+/*
+ * Follow the upper layers' links of the nodes the first round expanded
+ * (upper): when the second round starts, or as soon as layer 0 alone has
+ * nothing left to expand
+ */
+static void
+expand_upper(IndexScanDesc scan, VecHeap *best)
+{
+	VecScanOpaque so = (VecScanOpaque) scan->opaque;
+
+	for (int i = 0; i < so->nupper; i++)
+		follow_upper_links(scan, &so->upper[i], best);
+	so->nupper = 0;
+}
+
 /* One round: expand candidates until the result set of size width is stable */
 static void
 run_round(IndexScanDesc scan)
@@ -686,17 +708,15 @@ run_round(IndexScanDesc scan)
 	so->ndeferred = 0;
 	so->rounds++;
 	if (so->rounds == 2)
-	{
-		for (int i = 0; i < so->nupper; i++)
-			follow_upper_links(scan, &so->upper[i], &best);
-		so->nupper = 0;
-	}
+		expand_upper(scan, &best);
 
 	for (;;)
 	{
 		VecCandidate current;
 		int			list;
 
+		if (so->candidates.count == 0 && so->nupper > 0)
+			expand_upper(scan, &best);
 		if (so->candidates.count == 0 && so->nbypassed > 0 && best.count < so->width)
 			resume_full_walk(so);
 		if (so->candidates.count == 0 ||
@@ -718,6 +738,15 @@ run_round(IndexScanDesc scan)
 				follow_upper_links(scan, &current, &best);
 		}
 	}
+
+	/*
+	 * The graph search ran dry: read the node pages for what it could not
+	 * reach before anything farther is handed out, or every node of an
+	 * unreached part nearer than the farthest row of this round would be
+	 * late
+	 */
+	if (!search_open(so) && !so->swept)
+		sweep_unvisited(scan, false);
 
 	/*
 	 * After the first round, return the nearer half of the result set,
