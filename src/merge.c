@@ -64,7 +64,11 @@ archer_merge_buffer(Relation index, int64 max_entries, bool wait)
 
 	if (RelationGetNumberOfBlocks(index) == 0)
 		return 0;
-	/* a vector merge is a graph writer; a geo merge needs only to be alone */
+	/*
+	 * A vector merge holds the graph alone (direct inserts share it in
+	 * ShareLock, vec_insert.c), which also serializes merges; a geo merge
+	 * needs only to be alone among merges
+	 */
 	vector = archer_is_vector_index(index);
 	lockpage = vector ? VEC_INSERT_LOCK : ARCHER_MERGE_LOCK;
 	if (wait)

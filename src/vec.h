@@ -71,22 +71,26 @@
  *
  * Locking:
  *	- scans share-lock one node page at a time and copy what they need;
- *	- inserts are serialized by a heavyweight lock (VEC_INSERT_LOCK); they
- *	  write the new node with its links, in one WAL record with the meta
- *	  page (counters, and the entry point when the node is the new top),
- *	  then add back links page by page: a crash in between leaves a node
- *	  that is reachable from fewer neighbours, or from none (VACUUM
- *	  relinks it: vec_reach.c), never a dangling link;
+ *	- inserts hold a heavyweight lock, VEC_INSERT_LOCK, in ShareLock, and
+ *	  run together; whatever rewrites links wholesale or moves the entry
+ *	  point (merges, VACUUM, an insert of a new top node) holds it in
+ *	  ExclusiveLock, alone (vec_insert.c says how inserts share the
+ *	  graph).  An insert writes the new node with its links, in one WAL
+ *	  record with the meta page (counters, and the entry point when the
+ *	  node is the new top), then adds back links page by page: a crash in
+ *	  between leaves a node that is reachable from fewer neighbours, or
+ *	  from none (VACUUM relinks it: vec_reach.c), never a dangling link;
  *	- buffered inserts take no heavyweight lock: appends serialize on the
  *	  meta page's buffer lock (meta first, then the tail page); a merge
- *	  holds VEC_INSERT_LOCK and frees emptied pages from the head of the
- *	  chain; scans walk the chain one page at a time and, since each
- *	  buffer page carries a serial number one above its predecessor's,
- *	  notice a freed (or freed and reused) page and restart from the head;
- *	- VACUUM takes the insert lock too, marks the nodes of dead rows deleted
- *	  and drops them from their neighbours' lists, then marks them unlinked
- *	  (heap TID invalid); an insert then overwrites such a node in place
- *	  (same level, same size) rather than adding one.
+ *	  holds VEC_INSERT_LOCK exclusively (merges are serialized by it) and
+ *	  frees emptied pages from the head of the chain; scans walk the chain
+ *	  one page at a time and, since each buffer page carries a serial
+ *	  number one above its predecessor's, notice a freed (or freed and
+ *	  reused) page and restart from the head;
+ *	- VACUUM takes the insert lock exclusively, marks the nodes of dead
+ *	  rows deleted and drops them from their neighbours' lists, then marks
+ *	  them unlinked (heap TID invalid); an insert then overwrites such a
+ *	  node in place (same level, same size) rather than adding one.
  *	  A scan that reads a node's code with only a pin (vec_batch_distances)
  *	  may see it change under it: only for a node that was deleted when the
  *	  scan copied its header (never returned) or whose new row the scan's
@@ -105,6 +109,7 @@
 #include "datatype/timestamp.h"
 #include "nodes/execnodes.h"
 #include "nodes/pathnodes.h"
+#include "storage/lockdefs.h"
 
 #include "storage.h"
 #include "vector.h"
@@ -458,8 +463,9 @@ extern int	vec_write_quantizer_pages(Relation index, const float *min,
 extern void vec_init_meta_page(Page page, const VecIndexInfo *info, int quantizer_pages);
 
 /* vec_insert.c */
-extern void vec_insert_node(Relation index, const VecIndexInfo *info, const VecNodeHeader *src,
-							const float *x, ItemPointer entry);
+extern LOCKMODE vec_insert_node(Relation index, const VecIndexInfo *info,
+								const VecNodeHeader *src, const float *x, ItemPointer entry,
+								LOCKMODE lockmode);
 extern void vec_relink_node(Relation index, const VecIndexInfo *info, ItemPointer tid);
 extern bool vec_insert(Relation index, Datum *values, bool *isnull,
 					   ItemPointer ht_ctid, Relation heap,

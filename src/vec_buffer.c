@@ -200,12 +200,14 @@ vec_buffer_merge(Relation index, int64 max_entries)
 			CHECK_FOR_INTERRUPTS();
 			ItemPointerSet(&entry_tid, meta.buffer.head, copy.offnums[i]);
 			if (VEC_NODE_IS_NULL_VECTOR(info, copy.entries[i]->flags))
-				vec_insert_node(index, info, copy.entries[i], NULL, &entry_tid);
+				(void) vec_insert_node(index, info, copy.entries[i], NULL, &entry_tid,
+									   ExclusiveLock);
 			else
 			{
 				archer_sq8_decode(vec_quantizer(info, copy.entries[i]->flags),
 								  vec_node_code(copy.entries[i]), x);
-				vec_insert_node(index, info, copy.entries[i], x, &entry_tid);
+				(void) vec_insert_node(index, info, copy.entries[i], x, &entry_tid,
+									   ExclusiveLock);
 			}
 			last_merged = copy.offnums[i];
 			merged++;

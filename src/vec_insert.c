@@ -3,19 +3,48 @@
  * vec_insert.c
  *	  Inserting one row into the archer_vector graph on disk.
  *
- * Under the insert lock: search the graph for the new vector's neighbours
- * (HNSW: greedy descent, then ef_construction-wide search on each of its
- * layers, neighbours chosen by the diversity heuristic), write the node
- * with its links and, in the same WAL record, the meta page's counters and
- * entry point; then add a back link on each neighbour, one record per
- * neighbour page.  A neighbour whose list is full keeps its nearest links:
- * the stored link distances make that decision without reading other
- * pages.  The node's filter lists (vec.h) are filled and linked back
- * alike, each from a search of its value's graph that starts at the
- * nodes of that value near it.  An index WITH (insert_buffer = on)
- * appends the row's node to its insert buffer instead (vec_buffer.c),
- * and merges the buffer once it holds archer.insert_buffer_max_entries
- * entries (if no other merge runs).
+ * Search the graph for the new vector's neighbours (HNSW: greedy descent,
+ * then ef_construction-wide search on each of its layers, neighbours chosen
+ * by the diversity heuristic), write the node with its links and, in the
+ * same WAL record, the meta page's counters and entry point; then add a
+ * back link on each neighbour, one record per neighbour page.  A neighbour
+ * whose list is full keeps its nearest links: the stored link distances
+ * make that decision without reading other pages.  The node's filter lists
+ * (vec.h) are filled and linked back alike, each from a search of its
+ * value's graph that starts at the nodes of that value near it.  An index
+ * WITH (insert_buffer = on) appends the row's node to its insert buffer
+ * instead (vec_buffer.c), and merges the buffer once it holds
+ * archer.insert_buffer_max_entries entries (if no other merge runs).
+ *
+ * Concurrency.  Inserts hold VEC_INSERT_LOCK in ShareLock, so that any
+ * number of them work in the graph at once; merges, VACUUM (repair and
+ * relinking) and the first insert into an index built empty hold it in
+ * ExclusiveLock, alone.  Under ShareLock:
+ *	- the entry point does not move: only ExclusiveLock holders move it.  An
+ *	  insert whose node must become the entry point (the first node of the
+ *	  graph, or one above its top layer) gives its ShareLock up for
+ *	  ExclusiveLock before it searches, and reads the meta page again;
+ *	- no node is deleted or unlinked (VACUUM waits), so every node a search
+ *	  returns stays live, and no link leads to a node free for reuse;
+ *	- the search reads one page at a time under share buffer locks, as
+ *	  scans do; a list another insert is rewriting is seen before or after;
+ *	- placing the node takes the meta page's exclusive buffer lock first,
+ *	  then the insert page (or the page of the node it overwrites): one
+ *	  inserter at a time picks the insert page or extends the index, and the
+ *	  counters change in the record that places the node;
+ *	- two inserts may pick the same deleted node to overwrite
+ *	  (find_reusable_node): reuse_node checks it is still free under the
+ *	  page's exclusive lock, and the loser adds a node instead;
+ *	- a back link is a read-modify-write of the neighbour's list: read under
+ *	  a share lock, the slot chosen with no lock held (choosing a victim
+ *	  reads other nodes' codes), then written under the exclusive lock only
+ *	  if the list is still the one read; otherwise it is decided again from
+ *	  the list as it is now.  The new node adopts evicted links under its own
+ *	  page's exclusive lock, as other inserts may be linking it meanwhile.
+ * No path holds two node pages' buffer locks; the meta page is always
+ * locked before a node page (then the buffer page of a merged entry), so
+ * inserts, merges and VACUUM cannot deadlock on buffer locks, and an
+ * insert never waits for VEC_INSERT_LOCK while it holds a buffer lock.
  *
  *-------------------------------------------------------------------------
  */
@@ -24,6 +53,7 @@
 #include <float.h>
 #include <math.h>
 
+#include "miscadmin.h"
 #include "storage/freespace.h"
 #include "storage/lmgr.h"
 #include "utils/memutils.h"
@@ -292,8 +322,8 @@ place_node(Relation index, const VecIndexInfo *info, VecNodeHeader *node, Size s
  * A deleted node to overwrite, one VACUUM marked unlinked (vec_vacuum.c),
  * from a page the free space map lists: false when there is none.  Pages
  * the map lists wrongly (a stale map after a crash, or every deleted node
- * taken) are struck off it.  Inserts are serialized, so the node stays
- * free until it is written.
+ * taken) are struck off it.  Another insert may take the node before this
+ * one writes it: reuse_node checks.
  */
 static bool
 find_reusable_node(Relation index, const VecIndexInfo *info, ItemPointer tid, int *level)
@@ -334,26 +364,39 @@ find_reusable_node(Relation index, const VecIndexInfo *info, ItemPointer tid, in
 
 /*
  * Overwrite the deleted node at tid with the new node (same level, so the
- * same size) and update the meta page, in one WAL record.
+ * same size) and update the meta page, in one WAL record.  Returns false,
+ * writing nothing, if another insert took the node since
+ * find_reusable_node saw it free.
  */
-static void
+static bool
 reuse_node(Relation index, const VecIndexInfo *info, VecNodeHeader *node, Size size,
 		   ItemPointer tid, bool new_entry, ItemPointer entry)
 {
 	BlockNumber blkno = ItemPointerGetBlockNumber(tid);
+	OffsetNumber offnum = ItemPointerGetOffsetNumber(tid);
 	Buffer		metabuf = archer_read_page(index, ARCHER_META_BLKNO, BUFFER_LOCK_EXCLUSIVE,
 										   ARCHER_VEC_PAGE_ID);
 	Buffer		buf = archer_read_page(index, blkno, BUFFER_LOCK_EXCLUSIVE, ARCHER_VEC_PAGE_ID);
-	GenericXLogState *state = GenericXLogStart(index);
-	VecMetaPageData *meta = VecPageGetMeta(GenericXLogRegisterBuffer(state, metabuf, 0));
-	Page		page = GenericXLogRegisterBuffer(state, buf, 0);
-	VecNodeHeader *old = vec_page_node(index, page, blkno, ItemPointerGetOffsetNumber(tid), info);
+	VecNodeHeader *old = vec_page_node(index, BufferGetPage(buf), blkno, offnum, info);
+	GenericXLogState *state;
+	VecMetaPageData *meta;
+	Page		page;
 	Buffer		entrybuf = InvalidBuffer;
 	bool		more = false;
 
-	if (!(old->flags & VEC_NODE_DELETED) || ItemPointerIsValid(&old->heaptid) ||
-		old->level != node->level)
-		archer_corrupted(index, blkno, "A node chosen for reuse is no longer free.");
+	if (!(old->flags & VEC_NODE_DELETED) || ItemPointerIsValid(&old->heaptid))
+	{
+		UnlockReleaseBuffer(buf);
+		UnlockReleaseBuffer(metabuf);
+		return false;
+	}
+	/* a node keeps its level while it is deleted and reused */
+	if (old->level != node->level)
+		archer_corrupted(index, blkno, "A node chosen for reuse changed its level.");
+	state = GenericXLogStart(index);
+	meta = VecPageGetMeta(GenericXLogRegisterBuffer(state, metabuf, 0));
+	page = GenericXLogRegisterBuffer(state, buf, 0);
+	old = vec_page_node(index, page, blkno, offnum, info);
 	memcpy(old, node, size);
 	meta->ndeleted--;
 	if (new_entry)
@@ -376,6 +419,7 @@ reuse_node(Relation index, const VecIndexInfo *info, VecNodeHeader *node, Size s
 	UnlockReleaseBuffer(metabuf);
 	if (!more)
 		RecordPageWithFreeSpace(index, blkno, 0);
+	return true;
 }
 
 /*
@@ -413,8 +457,10 @@ choose_victim(Relation index, const VecIndexInfo *info, const uint8 *code, uint8
  * with force).  Returns whether it linked.  A link it replaces goes to
  * *evicted (its layer, target and distance from the new node) for
  * adopt_evicted; else evicted->tid is invalid.
- * Inserts are serialized and VACUUM takes the same lock, so the list read
- * first is still the list when the slot is written.
+ * The slot is chosen from a copy of the list, with no lock held (a victim
+ * is chosen from the linked nodes' codes, on other pages), and written
+ * under the exclusive lock only if the list is still that copy: another
+ * insert may have changed it meanwhile, and then the choice is made again.
  */
 static bool
 add_back_link(Relation index, const VecIndexInfo *info, const VecLink *link,
@@ -423,56 +469,70 @@ add_back_link(Relation index, const VecIndexInfo *info, const VecLink *link,
 {
 	BlockNumber blkno = ItemPointerGetBlockNumber(&link->tid);
 	OffsetNumber offnum = ItemPointerGetOffsetNumber(&link->tid);
-	Buffer		buf = archer_read_page(index, blkno, BUFFER_LOCK_SHARE, ARCHER_VEC_PAGE_ID);
-	VecNodeHeader *node = vec_page_node(index, BufferGetPage(buf), blkno, offnum, info);
-	int			nslots = 0;
 	VecNeighbor *slots = NULL;
-	int			target = -1;
-	float		between = 0;
-	GenericXLogState *state;
-	Page		page;
 
 	ItemPointerSetInvalid(&evicted->tid);
-	if (vec_node_has_list(node, info, link->layer))
+	for (;;)
 	{
-		VecNeighbor *onpage = vec_node_neighbors(node, info, link->layer, &nslots);
+		Buffer		buf = archer_read_page(index, blkno, BUFFER_LOCK_SHARE, ARCHER_VEC_PAGE_ID);
+		VecNodeHeader *node = vec_page_node(index, BufferGetPage(buf), blkno, offnum, info);
+		VecNeighbor *onpage;
+		int			nslots;
+		int			target = -1;
+		float		between = 0;
+		GenericXLogState *state;
 
-		slots = palloc(sizeof(VecNeighbor) * nslots);
-		memcpy(slots, onpage, sizeof(VecNeighbor) * nslots);
-	}
-	UnlockReleaseBuffer(buf);
-	if (slots == NULL)
-		return false;
-
-	/* a node being relinked (vec_relink_node) may be linked from here already */
-	for (int i = 0; i < nslots; i++)
-		if (ItemPointerEquals(&slots[i].tid, tid))
-			return true;
-	for (int i = 0; i < nslots && target < 0; i++)
-		if (!ItemPointerIsValid(&slots[i].tid))
-			target = i;
-	if (target < 0)
-	{
-		target = choose_victim(index, info, code, code_flags, slots, nslots, link->distance,
-							   force, &between);
-		if (target < 0)
+		if (!vec_node_has_list(node, info, link->layer))
+		{
+			UnlockReleaseBuffer(buf);
 			return false;
-		evicted->layer = link->layer;
-		evicted->tid = slots[target].tid;
-		evicted->distance = between;
-	}
+		}
+		onpage = vec_node_neighbors(node, info, link->layer, &nslots);
+		if (slots == NULL)
+			slots = palloc(sizeof(VecNeighbor) * nslots);
+		memcpy(slots, onpage, sizeof(VecNeighbor) * nslots);
+		UnlockReleaseBuffer(buf);
 
-	buf = archer_read_page(index, blkno, BUFFER_LOCK_EXCLUSIVE, ARCHER_VEC_PAGE_ID);
-	state = GenericXLogStart(index);
-	page = GenericXLogRegisterBuffer(state, buf, 0);
-	node = vec_page_node(index, page, blkno, offnum, info);
-	slots = vec_node_neighbors(node, info, link->layer, &nslots);
-	slots[target].tid = *tid;
-	slots[target].pad = 0;
-	slots[target].distance = link->distance;
-	GenericXLogFinish(state);
-	UnlockReleaseBuffer(buf);
-	return true;
+		/* a node being relinked (vec_relink_node) may be linked from here already */
+		for (int i = 0; i < nslots; i++)
+			if (ItemPointerEquals(&slots[i].tid, tid))
+				return true;
+		for (int i = 0; i < nslots && target < 0; i++)
+			if (!ItemPointerIsValid(&slots[i].tid))
+				target = i;
+		if (target < 0)
+		{
+			target = choose_victim(index, info, code, code_flags, slots, nslots, link->distance,
+								   force, &between);
+			if (target < 0)
+				return false;
+		}
+
+		buf = archer_read_page(index, blkno, BUFFER_LOCK_EXCLUSIVE, ARCHER_VEC_PAGE_ID);
+		node = vec_page_node(index, BufferGetPage(buf), blkno, offnum, info);
+		onpage = vec_node_neighbors(node, info, link->layer, &nslots);
+		if (memcmp(onpage, slots, sizeof(VecNeighbor) * nslots) != 0)
+		{
+			UnlockReleaseBuffer(buf);
+			CHECK_FOR_INTERRUPTS();
+			continue;
+		}
+		if (ItemPointerIsValid(&slots[target].tid))
+		{
+			evicted->layer = link->layer;
+			evicted->tid = slots[target].tid;
+			evicted->distance = between;
+		}
+		state = GenericXLogStart(index);
+		node = vec_page_node(index, GenericXLogRegisterBuffer(state, buf, 0), blkno, offnum, info);
+		onpage = vec_node_neighbors(node, info, link->layer, &nslots);
+		onpage[target].tid = *tid;
+		onpage[target].pad = 0;
+		onpage[target].distance = link->distance;
+		GenericXLogFinish(state);
+		UnlockReleaseBuffer(buf);
+		return true;
+	}
 }
 
 /*
@@ -736,11 +796,14 @@ forget_null_vectors(Relation index)
  * or the level of a deleted node it overwrites.  The node of a NULL vector
  * (x NULL) is placed at level 0 and linked to nothing.  With entry, the
  * insert buffer entry it comes from is marked merged in the record that
- * places it.  The caller holds VEC_INSERT_LOCK.
+ * places it.  The caller holds VEC_INSERT_LOCK in lockmode, ShareLock or
+ * ExclusiveLock; a node that must become the entry point trades ShareLock
+ * for ExclusiveLock (see the top of the file).  Returns the mode the caller
+ * holds the lock in now.
  */
-void
+LOCKMODE
 vec_insert_node(Relation index, const VecIndexInfo *info, const VecNodeHeader *src,
-				const float *x, ItemPointer entry)
+				const float *x, ItemPointer entry, LOCKMODE lockmode)
 {
 	VecMetaPageData meta;
 	Size		size;
@@ -753,6 +816,7 @@ vec_insert_node(Relation index, const VecIndexInfo *info, const VecNodeHeader *s
 	int64		filters[VEC_MAX_FILTERS];
 	ItemPointerData tid;
 	bool		reuse = false;
+	bool		new_entry;
 
 	/*
 	 * A reused node keeps its level: levels are drawn alike, and its size
@@ -779,14 +843,24 @@ vec_insert_node(Relation index, const VecIndexInfo *info, const VecNodeHeader *s
 	vec_node_set_filters(node, info, filters);
 	clear_links(node, info);
 
-	vec_read_meta(index, &meta);
-	links = palloc(sizeof(VecLink) *
-				   (2 * info->m + level * info->m + info->nfilters * info->filter_m));
 	if (null_vector)
 	{
-		tid = place_node(index, info, node, size, false, entry);
-		return;
+		(void) place_node(index, info, node, size, false, entry);
+		return lockmode;
 	}
+	vec_read_meta(index, &meta);
+	new_entry = !ItemPointerIsValid(&meta.entry) || level > meta.entry_level;
+	if (new_entry && lockmode == ShareLock)
+	{
+		/* the entry may move while no lock is held: look again */
+		UnlockPage(index, VEC_INSERT_LOCK, ShareLock);
+		lockmode = ExclusiveLock;
+		LockPage(index, VEC_INSERT_LOCK, lockmode);
+		vec_read_meta(index, &meta);
+		new_entry = !ItemPointerIsValid(&meta.entry) || level > meta.entry_level;
+	}
+	links = palloc(sizeof(VecLink) *
+				   (2 * info->m + level * info->m + info->nfilters * info->filter_m));
 	if (ItemPointerIsValid(&meta.entry))
 	{
 		VecCandidate *near = palloc(sizeof(VecCandidate) * Max(info->ef_construction, 2 * info->m));
@@ -811,13 +885,11 @@ vec_insert_node(Relation index, const VecIndexInfo *info, const VecNodeHeader *s
 		}
 	}
 
-	if (reuse)
-		reuse_node(index, info, node, size, &tid,
-				   !ItemPointerIsValid(&meta.entry) || level > meta.entry_level, entry);
-	else
-		tid = place_node(index, info, node, size,
-						 !ItemPointerIsValid(&meta.entry) || level > meta.entry_level, entry);
+	/* a node another insert took meanwhile leaves this one a new node of its level */
+	if (!reuse || !reuse_node(index, info, node, size, &tid, new_entry, entry))
+		tid = place_node(index, info, node, size, new_entry, entry);
 	add_back_links(index, info, links, nlinks, &tid, vec_node_code(node), node->flags);
+	return lockmode;
 }
 
 /*
@@ -917,7 +989,14 @@ vec_insert(Relation index, Datum *values, bool *isnull, ItemPointer ht_ctid,
 	}
 	else
 	{
-		LockPage(index, VEC_INSERT_LOCK, ExclusiveLock);
+		/*
+		 * Inserts share the graph (see the top of the file); the first
+		 * insert into an index built empty sets it up alone.  The dimension
+		 * of a cached info is 0 until this backend sees it set, never after.
+		 */
+		LOCKMODE	lockmode = info->dim > 0 ? ShareLock : ExclusiveLock;
+
+		LockPage(index, VEC_INSERT_LOCK, lockmode);
 		if (info->dim == 0)
 		{
 			/* another first insert may have set the index up while this one waited */
@@ -933,11 +1012,11 @@ vec_insert(Relation index, Datum *values, bool *isnull, ItemPointer ht_ctid,
 				forget_null_vectors(index);
 		}
 		if (info->dim > 0)
-			vec_insert_node(index, info,
-							isnull[0] ? new_null_node(info, values, isnull, ht_ctid) :
-							new_node(info, x, values, isnull, ht_ctid, 0),
-							x, NULL);
-		UnlockPage(index, VEC_INSERT_LOCK, ExclusiveLock);
+			lockmode = vec_insert_node(index, info,
+									   isnull[0] ? new_null_node(info, values, isnull, ht_ctid) :
+									   new_node(info, x, values, isnull, ht_ctid, 0),
+									   x, NULL, lockmode);
+		UnlockPage(index, VEC_INSERT_LOCK, lockmode);
 	}
 	MemoryContextSwitchTo(oldcxt);
 	MemoryContextDelete(cxt);

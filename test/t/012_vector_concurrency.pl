@@ -17,7 +17,8 @@
 # VACUUM, archer_vector_verify counts exactly the table's rows in both
 # indexes, and recall@10 against a sequential scan is >= 0.9 for 100
 # queries on both columns, and filtered queries return LIMIT rows, during
-# the run and after it.
+# the run and after it.  Then concurrent first inserts into empty indexes,
+# and 2 inserting sessions seen in the graph at once (pg_locks).
 use strict;
 use warnings;
 
@@ -270,6 +271,55 @@ CREATE INDEX first_rows_a ON first_rows USING archer_vector (a);
 		  . "archer_vector_verify('first_rows_a') = count(*) FROM first_rows"),
 		't', "trial $trial: concurrent first inserts: every row indexed once in both indexes");
 }
+
+# Two inserting sessions work in the graph at once (vec_insert.c): an
+# insert holds the index's insert lock (a page lock on block 0) in
+# ShareLock, so pg_locks shows both sessions holding it granted at the same
+# moment.  The serialized inserts before held it exclusively, so it never
+# showed two holders.  pg_locks is sampled while 2 pgbench clients insert
+# 20 rows a transaction; the share of samples with a waiter is noted.
+$node->safe_psql('postgres', q{
+CREATE FUNCTION insert_lock_samples(n int, OUT samples int, OUT two_holders int, OUT waiting int)
+LANGUAGE plpgsql AS $$
+DECLARE
+  g int;
+  w int;
+BEGIN
+  samples := 0; two_holders := 0; waiting := 0;
+  FOR i IN 1 .. n LOOP
+    SELECT count(*) FILTER (WHERE granted), count(*) FILTER (WHERE NOT granted) INTO g, w
+      FROM pg_locks
+      WHERE locktype = 'page' AND relation = 'items_v'::regclass AND page = 0;
+    samples := samples + 1;
+    two_holders := two_holders + (g >= 2)::int;
+    waiting := waiting + (w > 0)::int;
+    PERFORM pg_sleep(0.002);
+  END LOOP;
+END $$;
+});
+my $inserts = start_pgbench($node, 'shared_inserts', q{
+\set src random(1, 4981)
+INSERT INTO items (grp, v, a)
+  SELECT s.id % 10, x, x::real[]
+  FROM seed s, LATERAL (SELECT ARRAY(SELECT e + (random() - 0.5) FROM unnest(s.v::real[]) e)::avector AS x) n
+  WHERE s.id BETWEEN :src AND :src + 19;
+}, 8, '-c', '2', '-j', '2');
+my ($samples, $two_holders, $waiting) = split /\|/, $node->safe_psql('postgres',
+	"SET statement_timeout = '60s'; SELECT * FROM insert_lock_samples(1500)");
+finish_pgbench($inserts);
+note("pg_locks during 2 inserting sessions: $two_holders of $samples samples show both holding "
+	  . "items_v's insert lock, $waiting show one waiting for it");
+cmp_ok($two_holders, '>', 0, 'two inserting sessions hold the insert lock at the same time');
+$rows = $node->safe_psql('postgres', 'SELECT count(*) FROM items');
+for my $index ('items_v', 'items_a')
+{
+	my ($ret, $out, $err) = $node->psql('postgres', "SELECT archer_vector_verify('$index')");
+	is($ret, 0, "after the concurrent inserts: archer_vector_verify('$index') passes") or diag($err);
+	is($out, $rows, "after the concurrent inserts: archer_vector_verify('$index') counts the $rows rows");
+}
+@bad = grep { /ERROR:|PANIC|TRAP:|terminated by signal|deadlock/ } split /\n/, slurp_file($node->logfile);
+is(scalar(@bad), 0, 'server log after the concurrent inserts: no ERROR, deadlock, PANIC or crash')
+  or diag(join("\n", @bad[ 0 .. ($#bad < 20 ? $#bad : 19) ]));
 
 $node->stop;
 note(sprintf('012_vector_concurrency took %.1f s', time() - $t_start));
