@@ -20,6 +20,7 @@ OBJS = \
 	src/geo_handler.o \
 	src/geo_tree.o \
 	src/geo_build.o \
+	src/geo_parallel.o \
 	src/geo_buffer.o \
 	src/geo_insert.o \
 	src/geo_regioncache.o \

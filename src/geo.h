@@ -242,6 +242,14 @@ extern void geo_init_meta_page(Page page, BlockNumber root, uint16 root_level);
 
 /* geo_build.c */
 extern IndexBuildResult *geo_build(Relation heap, Relation index, IndexInfo *indexInfo);
+
+/* geo_parallel.c */
+typedef struct GeoParallelBuild GeoParallelBuild;
+extern GeoParallelBuild *geo_parallel_begin(Relation heap, Relation index, IndexInfo *indexInfo);
+extern double geo_parallel_ntuples(GeoParallelBuild *build);
+extern void geo_parallel_open_runs(GeoParallelBuild *build);
+extern bool geo_parallel_next_key(GeoParallelBuild *build, GeoLeafEntry *key);
+extern void geo_parallel_end(GeoParallelBuild *build);
 extern void geo_buildempty(Relation index);
 extern char *geo_buildphasename(int64 phasenum);
 

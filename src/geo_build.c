@@ -6,7 +6,9 @@
  * The heap scan computes each row's leaf entry (cell id, heap tid, point
  * code) and collects the entries in an array sorted in memory; keys that would not fit in
  * maintenance_work_mem go to a tuplesort instead, which spills to disk (and
- * costs several times as much per key, in memory and time).  Leaves
+ * costs several times as much per key, in memory and time).  With parallel
+ * workers (geo_parallel.c) each participant scans part of the heap and
+ * sorts its own runs, and the runs are merged here.  Leaves
  * are then filled left to right up to the fillfactor, and each internal
  * level is built from the first keys of the level below, until one page is
  * left: the root.  Pages are written without WAL and logged all at once at
@@ -54,6 +56,8 @@ typedef struct GeoBuildState
 	int64		next_key;		/* reading them back */
 	/* or, once they do not, all of them in a tuplesort */
 	Tuplesortstate *sort;
+	/* or, in a parallel build, the participants' sorted runs */
+	GeoParallelBuild *parallel;
 	TupleTableSlot *slot;
 	MemoryContext tmpcxt;
 	double		ntuples;
@@ -194,6 +198,8 @@ next_sorted_key(GeoBuildState *buildstate, GeoLeafEntry *key)
 	int64		code_head;
 	int16		code_tail;
 
+	if (buildstate->parallel != NULL)
+		return geo_parallel_next_key(buildstate->parallel, key);
 	if (buildstate->sort == NULL)
 	{
 		if (buildstate->next_key >= buildstate->nkeys)
@@ -386,6 +392,12 @@ notice_if_sorted_on_disk(Relation index, Tuplesortstate *sort)
 static void
 sort_keys(GeoBuildState *buildstate)
 {
+	/* each run is sorted, and next_sorted_key merges them */
+	if (buildstate->parallel != NULL)
+	{
+		geo_parallel_open_runs(buildstate->parallel);
+		return;
+	}
 	if (buildstate->sort == NULL)
 	{
 		geo_sort_leaf_entries(buildstate->keys, buildstate->nkeys);
@@ -425,8 +437,12 @@ geo_build(Relation heap, Relation index, IndexInfo *indexInfo)
 	geo_init_meta_page(metapage.data, InvalidBlockNumber, 0);
 	archer_write_new_page(index, ARCHER_META_BLKNO, metapage.data);
 
-	table_index_build_scan(heap, index, indexInfo, true, true,
-						   build_callback, &buildstate, NULL);
+	buildstate.parallel = geo_parallel_begin(heap, index, indexInfo);
+	if (buildstate.parallel != NULL)
+		buildstate.ntuples = geo_parallel_ntuples(buildstate.parallel);
+	else
+		table_index_build_scan(heap, index, indexInfo, true, true,
+							   build_callback, &buildstate, NULL);
 
 	pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE, GEO_PHASE_SORT);
 	pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_TOTAL, (int64) buildstate.ntuples);
@@ -434,6 +450,8 @@ geo_build(Relation heap, Relation index, IndexInfo *indexInfo)
 	root = write_tree(index, &buildstate, fillfactor, &root_level);
 	if (buildstate.sort != NULL)
 		tuplesort_end(buildstate.sort);
+	if (buildstate.parallel != NULL)
+		geo_parallel_end(buildstate.parallel);
 
 	{
 		Buffer		metabuf = ReadBuffer(index, ARCHER_META_BLKNO);
