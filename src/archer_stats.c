@@ -21,9 +21,8 @@
 #include "utils/rel.h"
 #include "utils/timestamp.h"
 
-#include "geo.h"
-#include "merge.h"
-#include "vec.h"
+#include "archer_am.h"
+#include "storage.h"
 
 PG_FUNCTION_INFO_V1(archer_index_stats);
 
@@ -51,6 +50,7 @@ archer_index_stats(PG_FUNCTION_ARGS)
 	Datum		values[NSTATS];
 	bool		nulls[NSTATS];
 	Relation	index;
+	const ArcherAm *am;
 
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "archer_index_stats: return type must be a row type");
@@ -69,7 +69,8 @@ archer_index_stats(PG_FUNCTION_ARGS)
 				 errdetail("Only the index's owner and roles with privileges of pg_read_all_stats may read its figures.")));
 	memset(nulls, true, sizeof(nulls));
 	index = index_open(indexoid, AccessShareLock);
-	if (!archer_is_archer_index(index))
+	am = archer_am_of(index);
+	if (am == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("\"%s\" is not an archer index", RelationGetRelationName(index))));
@@ -77,12 +78,11 @@ archer_index_stats(PG_FUNCTION_ARGS)
 	nulls[STAT_INDEX_PAGES] = false;
 	if (RelationGetNumberOfBlocks(index) > 0)	/* no meta page during CREATE INDEX CONCURRENTLY */
 	{
-		bool		is_vector = archer_is_vector_index(index);
-		uint16		page_id = is_vector ? ARCHER_VEC_PAGE_ID : ARCHER_GEO_PAGE_ID;
 		ArcherBufferMeta buffer;
+		ArcherAmFigures figures;
 
-		archer_buffer_read_meta(index, page_id, &buffer);
-		values[STAT_ACCESS_METHOD] = CStringGetTextDatum(is_vector ? "archer_vector" : "archer_geo");
+		archer_buffer_read_meta(index, am->page_id, &buffer);
+		values[STAT_ACCESS_METHOD] = CStringGetTextDatum(am->name);
 		values[STAT_BUFFER_ENTRIES] = Int64GetDatum(buffer.entries);
 		values[STAT_BUFFER_PAGES] = Int64GetDatum(buffer.pages);
 		values[STAT_MERGES] = Int64GetDatum(buffer.merges);
@@ -95,23 +95,17 @@ archer_index_stats(PG_FUNCTION_ARGS)
 			values[STAT_LAST_MERGE_MS] = Float8GetDatum(buffer.last_merge_us / 1000.0);
 			nulls[STAT_LAST_MERGE] = nulls[STAT_LAST_MERGE_MS] = false;
 		}
-		if (is_vector)
+		am->figures(index, &figures);
+		if (figures.has_tree)
 		{
-			VecMetaPageData meta;
-
-			vec_read_meta(index, &meta);
-			values[STAT_GRAPH_NODES] = Int64GetDatum(meta.nnodes - meta.ndeleted);
-			values[STAT_DELETED_NODES] = Int64GetDatum(meta.ndeleted);
-			nulls[STAT_GRAPH_NODES] = nulls[STAT_DELETED_NODES] = false;
-		}
-		else
-		{
-			BlockNumber root;
-			uint16		root_level;
-
-			geo_read_meta(index, &root, &root_level);
-			values[STAT_TREE_HEIGHT] = Int32GetDatum(BlockNumberIsValid(root) ? root_level + 1 : 0);
+			values[STAT_TREE_HEIGHT] = Int32GetDatum(figures.tree_height);
 			nulls[STAT_TREE_HEIGHT] = false;
+		}
+		if (figures.has_graph)
+		{
+			values[STAT_GRAPH_NODES] = Int64GetDatum(figures.graph_nodes);
+			values[STAT_DELETED_NODES] = Int64GetDatum(figures.deleted_nodes);
+			nulls[STAT_GRAPH_NODES] = nulls[STAT_DELETED_NODES] = false;
 		}
 	}
 	index_close(index, AccessShareLock);

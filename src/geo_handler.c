@@ -24,6 +24,7 @@
 #include "utils/selfuncs.h"
 #include "utils/syscache.h"
 
+#include "archer_am.h"
 #include "geo.h"
 
 PG_FUNCTION_INFO_V1(archer_geo_handler);
@@ -33,9 +34,36 @@ int			archer_geo_polygon_max_cells = 512;
 
 static relopt_kind geo_relopt_kind;
 
+/* archer_index_stats: the tree's height in levels (0 without a root) */
+static void
+geo_figures(Relation index, ArcherAmFigures *figures)
+{
+	BlockNumber root;
+	uint16		root_level;
+
+	geo_read_meta(index, &root, &root_level);
+	figures->has_tree = true;
+	figures->tree_height = BlockNumberIsValid(root) ? root_level + 1 : 0;
+	figures->has_graph = false;
+}
+
+/*
+ * A merge inserts into the tree as any insert does (buffer locks, and
+ * GEO_SPLIT_LOCK to split), so it needs only to be alone: a lock of its
+ * own, which VACUUM takes too, and no inserts.
+ */
+static const ArcherAm geo_am = {
+	.name = "archer_geo",
+	.page_id = ARCHER_GEO_PAGE_ID,
+	.merge_lock = ARCHER_MERGE_LOCK,
+	.merge = geo_buffer_merge,
+	.figures = geo_figures,
+};
+
 void
 archer_geo_init(void)
 {
+	archer_am_register(&geo_am);
 	geo_relopt_kind = add_reloption_kind();
 	add_int_reloption(geo_relopt_kind, "fillfactor",
 					  "Packs archer_geo leaf pages only to this percentage at build",

@@ -3,7 +3,9 @@
  * merge.c
  *	  The insert buffer entry points both access methods share: how many
  *	  entries wait, merging them (for the worker, VACUUM and sessions), and
- *	  archer_flush().  See merge.h for who merges when.
+ *	  archer_flush(); and the table of access-method descriptors through
+ *	  which they reach each access method (archer_am.h).  See merge.h for
+ *	  who merges when.
  *
  *-------------------------------------------------------------------------
  */
@@ -15,29 +17,60 @@
 #include "commands/defrem.h"
 #include "storage/lmgr.h"
 
-#include "geo.h"
+#include "archer_am.h"
 #include "merge.h"
-#include "vec.h"
+#include "storage.h"
+
+/* the two access methods; more would only need a larger table */
+#define MAX_ACCESS_METHODS		2
+
+static const ArcherAm *access_methods[MAX_ACCESS_METHODS];
+static int	naccess_methods = 0;
 
 PG_FUNCTION_INFO_V1(archer_flush);
 
-bool
-archer_is_vector_index(Relation index)
+/* Called by each access method's _PG_init part */
+void
+archer_am_register(const ArcherAm *am)
 {
-	return index->rd_rel->relam == get_index_am_oid("archer_vector", true);
+	if (naccess_methods == MAX_ACCESS_METHODS)
+		elog(ERROR, "archer: too many access methods registered");
+	access_methods[naccess_methods++] = am;
 }
 
-bool
-archer_is_archer_index(Relation index)
+/* The descriptor of an archer index, or NULL for an index of another access method */
+const ArcherAm *
+archer_am_of(Relation index)
 {
-	Oid			geo_am = get_index_am_oid("archer_geo", true);
-	Oid			vec_am = get_index_am_oid("archer_vector", true);
+	Oid			relam = index->rd_rel->relam;
 
-	return OidIsValid(index->rd_rel->relam) &&
-		(index->rd_rel->relam == geo_am || index->rd_rel->relam == vec_am);
+	if (!OidIsValid(relam))
+		return NULL;
+	for (int i = 0; i < naccess_methods; i++)
+	{
+		if (relam == get_index_am_oid(access_methods[i]->name, true))
+			return access_methods[i];
+	}
+	return NULL;
 }
 
-/* Entries in the index's insert buffer (0 while the index is being built) */
+/* The OIDs of the archer access methods in this database (none without the extension) */
+List *
+archer_am_oids(void)
+{
+	List	   *oids = NIL;
+
+	for (int i = 0; i < naccess_methods; i++)
+	{
+		Oid			amoid = get_index_am_oid(access_methods[i]->name, true);
+
+		if (OidIsValid(amoid))
+			oids = lappend_oid(oids, amoid);
+	}
+	return oids;
+}
+
+/* Entries in an archer index's insert buffer (0 while the index is being built) */
 int64
 archer_buffer_entries(Relation index)
 {
@@ -45,8 +78,7 @@ archer_buffer_entries(Relation index)
 
 	if (RelationGetNumberOfBlocks(index) == 0)
 		return 0;
-	archer_buffer_read_meta(index, archer_is_vector_index(index) ? ARCHER_VEC_PAGE_ID : ARCHER_GEO_PAGE_ID,
-							&meta);
+	archer_buffer_read_meta(index, archer_am_of(index)->page_id, &meta);
 	return meta.entries;
 }
 
@@ -58,25 +90,18 @@ archer_buffer_entries(Relation index)
 int64
 archer_merge_buffer(Relation index, int64 max_entries, bool wait)
 {
+	const ArcherAm *am;
 	int64		merged;
-	bool		vector;
-	BlockNumber lockpage;
 
 	if (RelationGetNumberOfBlocks(index) == 0)
 		return 0;
-	/*
-	 * A vector merge holds the graph alone (direct inserts share it in
-	 * ShareLock, vec_insert.c), which also serializes merges; a geo merge
-	 * needs only to be alone among merges
-	 */
-	vector = archer_is_vector_index(index);
-	lockpage = vector ? VEC_INSERT_LOCK : ARCHER_MERGE_LOCK;
+	am = archer_am_of(index);
 	if (wait)
-		LockPage(index, lockpage, ExclusiveLock);
-	else if (!ConditionalLockPage(index, lockpage, ExclusiveLock))
+		LockPage(index, am->merge_lock, ExclusiveLock);
+	else if (!ConditionalLockPage(index, am->merge_lock, ExclusiveLock))
 		return -1;
-	merged = vector ? vec_buffer_merge(index, max_entries) : geo_buffer_merge(index, max_entries);
-	UnlockPage(index, lockpage, ExclusiveLock);
+	merged = am->merge(index, max_entries);
+	UnlockPage(index, am->merge_lock, ExclusiveLock);
 	return merged;
 }
 
@@ -101,7 +126,7 @@ archer_flush(PG_FUNCTION_ARGS)
 	/* the locks an INSERT takes: merging is inserting */
 	heap = table_open(IndexGetRelation(indexoid, false), RowExclusiveLock);
 	index = index_open(indexoid, RowExclusiveLock);
-	if (!archer_is_archer_index(index))
+	if (archer_am_of(index) == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("\"%s\" is not an archer index", RelationGetRelationName(index))));

@@ -14,8 +14,8 @@
  *	  without the worker);
  *	- VACUUM, and archer_flush(index).
  * Any of them may run at once: each access method's merge serializes on
- * its own lock and is crash-safe entry by entry (vec_buffer.c,
- * geo_buffer.c).
+ * its own lock (the merge_lock of its descriptor, archer_am.h) and is
+ * crash-safe entry by entry (vec_buffer.c, geo_buffer.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -33,8 +33,6 @@ extern int	archer_merge_naptime_ms;
 extern int	archer_merge_workers;
 
 /* merge.c */
-extern bool archer_is_archer_index(Relation index);
-extern bool archer_is_vector_index(Relation index);
 extern int64 archer_buffer_entries(Relation index);
 extern int64 archer_merge_buffer(Relation index, int64 max_entries, bool wait);
 

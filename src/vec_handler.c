@@ -27,6 +27,7 @@
 #include "utils/selfuncs.h"
 #include "utils/syscache.h"
 
+#include "archer_am.h"
 #include "vec.h"
 
 PG_FUNCTION_INFO_V1(archer_vector_handler);
@@ -43,6 +44,32 @@ static const struct config_enum_entry vector_order_options[] = {
 
 static relopt_kind vec_relopt_kind;
 
+/* archer_index_stats: the graph's live and deleted nodes */
+static void
+vec_figures(Relation index, ArcherAmFigures *figures)
+{
+	VecMetaPageData meta;
+
+	vec_read_meta(index, &meta);
+	figures->has_tree = false;
+	figures->has_graph = true;
+	figures->graph_nodes = meta.nnodes - meta.ndeleted;
+	figures->deleted_nodes = meta.ndeleted;
+}
+
+/*
+ * A merge links nodes into the graph: it holds the graph alone, in
+ * ExclusiveLock on the lock direct inserts share in ShareLock (vec_insert.c),
+ * which also serializes merges and VACUUM (vec.h).
+ */
+static const ArcherAm vec_am = {
+	.name = "archer_vector",
+	.page_id = ARCHER_VEC_PAGE_ID,
+	.merge_lock = VEC_INSERT_LOCK,
+	.merge = vec_buffer_merge,
+	.figures = vec_figures,
+};
+
 static void
 validate_quantization(const char *value)
 {
@@ -56,6 +83,7 @@ validate_quantization(const char *value)
 void
 archer_vector_am_init(void)
 {
+	archer_am_register(&vec_am);
 	vec_relopt_kind = add_reloption_kind();
 	add_int_reloption(vec_relopt_kind, "m",
 					  "Links per node and layer (twice as many on layer 0)",

@@ -49,7 +49,6 @@
 #include "catalog/index.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_database.h"
-#include "commands/defrem.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
@@ -71,6 +70,7 @@
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 
+#include "archer_am.h"
 #include "merge.h"
 #include "storage.h"
 
@@ -427,17 +427,15 @@ act_as_autovacuum(void)
 static List *
 archer_index_oids(void)
 {
-	Oid			geo_am;
-	Oid			vec_am;
+	List	   *amoids;
 	Relation	rel;
 	TableScanDesc scan;
 	HeapTuple	tuple;
 	List	   *oids = NIL;
 
 	StartTransactionCommand();
-	geo_am = get_index_am_oid("archer_geo", true);
-	vec_am = get_index_am_oid("archer_vector", true);
-	if (OidIsValid(geo_am) || OidIsValid(vec_am))
+	amoids = archer_am_oids();
+	if (amoids != NIL)
 	{
 		MemoryContext oldcxt;
 
@@ -451,7 +449,7 @@ archer_index_oids(void)
 			/* other sessions' temporary indexes are theirs to merge */
 			if (form->relkind == RELKIND_INDEX &&
 				form->relpersistence != RELPERSISTENCE_TEMP &&
-				(form->relam == geo_am || form->relam == vec_am))
+				list_member_oid(amoids, form->relam))
 				oids = lappend_oid(oids, form->oid);
 		}
 		MemoryContextSwitchTo(oldcxt);
