@@ -31,6 +31,7 @@ OBJS = \
 OBJS += \
 	src/vector.o \
 	src/vector_kernels.o \
+	src/vector_selftest.o \
 	src/vec_buffer.o \
 	src/vec_build.o \
 	src/vec_handler.o \

@@ -200,6 +200,7 @@ extern float archer_vec_normalize(float *x, int n);
 
 /* vector.c: values of SQL datums, for the index */
 extern AVector *avector_new(int dim);
+extern void avector_check_dims(int dim);
 extern const float *archer_float4_array_values(ArrayType *array, int *dim);
 extern void archer_vector_check_finite(const float *x, int dim);
 extern void archer_vector_init(void);
