@@ -318,7 +318,7 @@ typedef struct VecFilterKey
 	int64		value;
 } VecFilterKey;
 
-/* GUCs */
+/* settings of scans (vec_scan.c) */
 extern int	archer_vector_ef_search;
 extern int	archer_vector_max_scan_tuples;
 extern int	archer_vector_order;
@@ -483,6 +483,7 @@ extern void vec_buffer_scan(Relation index, const VecIndexInfo *info,
 							VecBufferEntryCallback callback, void *arg);
 
 /* vec_scan.c */
+extern void vec_scan_define_settings(void);
 extern IndexScanDesc vec_beginscan(Relation index, int nkeys, int norderbys);
 extern void vec_rescan(IndexScanDesc scan, ScanKey keys, int nkeys,
 					   ScanKey orderbys, int norderbys);

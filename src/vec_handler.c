@@ -21,7 +21,6 @@
 #include "optimizer/optimizer.h"
 #include "utils/catcache.h"
 #include "utils/builtins.h"
-#include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/regproc.h"
 #include "utils/selfuncs.h"
@@ -31,16 +30,6 @@
 #include "vec.h"
 
 PG_FUNCTION_INFO_V1(archer_vector_handler);
-
-int			archer_vector_ef_search = 40;
-int			archer_vector_max_scan_tuples = 20000;
-int			archer_vector_order = VEC_ORDER_STRICT;
-
-static const struct config_enum_entry vector_order_options[] = {
-	{"strict", VEC_ORDER_STRICT, false},
-	{"relaxed", VEC_ORDER_RELAXED, false},
-	{NULL, 0, false}
-};
 
 static relopt_kind vec_relopt_kind;
 
@@ -99,20 +88,7 @@ archer_vector_am_init(void)
 						 "How node vectors are stored: sq8 (8-bit scalar quantization)",
 						 "sq8", validate_quantization, AccessExclusiveLock);
 
-	DefineCustomIntVariable("archer.ef_search",
-							"Width of the archer_vector search: higher finds more true neighbours, slower.",
-							NULL, &archer_vector_ef_search, 40, 1, 10000,
-							PGC_USERSET, 0, NULL, NULL, NULL);
-	DefineCustomIntVariable("archer.vector_max_scan_tuples",
-							"Rows after which an archer_vector scan starts no further search round (with a NOTICE).",
-							"Filtered queries keep the scan going until enough rows pass the filter; this bounds the work. The round under way still returns its rows.",
-							&archer_vector_max_scan_tuples, 20000, 1, INT_MAX,
-							PGC_USERSET, 0, NULL, NULL, NULL);
-	DefineCustomEnumVariable("archer.vector_order",
-							 "Whether archer_vector scans return rows in exact distance order (strict) or may return rows found late out of order (relaxed).",
-							 "strict skips a row the search finds only after it returned a farther one; relaxed returns such rows once the search has nothing else.",
-							 &archer_vector_order, VEC_ORDER_STRICT, vector_order_options,
-							 PGC_USERSET, 0, NULL, NULL, NULL);
+	vec_scan_define_settings();
 }
 
 static bytea *

@@ -66,6 +66,7 @@
 #include "access/stratnum.h"
 #include "miscadmin.h"
 #include "pgstat.h"
+#include "utils/guc.h"
 #include "utils/memutils.h"
 
 #include "vec.h"
@@ -178,7 +179,37 @@ typedef struct VecScanOpaqueData
 
 typedef VecScanOpaqueData *VecScanOpaque;
 
+int			archer_vector_ef_search = 40;
+int			archer_vector_max_scan_tuples = 20000;
+int			archer_vector_order = VEC_ORDER_STRICT;
+
+static const struct config_enum_entry vector_order_options[] = {
+	{"strict", VEC_ORDER_STRICT, false},
+	{"relaxed", VEC_ORDER_RELAXED, false},
+	{NULL, 0, false}
+};
+
 static void sweep_unvisited(IndexScanDesc scan, bool nulls_only);
+
+/* The settings of archer_vector scans (archer.ef_search and the rest) */
+void
+vec_scan_define_settings(void)
+{
+	DefineCustomIntVariable("archer.ef_search",
+							"Width of the archer_vector search: higher finds more true neighbours, slower.",
+							NULL, &archer_vector_ef_search, 40, 1, 10000,
+							PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("archer.vector_max_scan_tuples",
+							"Rows after which an archer_vector scan starts no further search round (with a NOTICE).",
+							"Filtered queries keep the scan going until enough rows pass the filter; this bounds the work. The round under way still returns its rows.",
+							&archer_vector_max_scan_tuples, 20000, 1, INT_MAX,
+							PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomEnumVariable("archer.vector_order",
+							 "Whether archer_vector scans return rows in exact distance order (strict) or may return rows found late out of order (relaxed).",
+							 "strict skips a row the search finds only after it returned a farther one; relaxed returns such rows once the search has nothing else.",
+							 &archer_vector_order, VEC_ORDER_STRICT, vector_order_options,
+							 PGC_USERSET, 0, NULL, NULL, NULL);
+}
 
 IndexScanDesc
 vec_beginscan(Relation index, int nkeys, int norderbys)
