@@ -92,6 +92,7 @@ remember_key(VerifyState *state, const GeoLeafEntry *entry, BlockNumber blkno)
 	if (state->nkeys == state->maxkeys)
 	{
 		state->maxkeys = Max(1024, state->maxkeys * 2);
+		archer_verify_check_memory(state->index, sizeof(LocatedKey) * state->maxkeys);
 		state->keys = state->keys ?
 			repalloc_huge(state->keys, sizeof(LocatedKey) * state->maxkeys) :
 			palloc_extended(sizeof(LocatedKey) * state->maxkeys, MCXT_ALLOC_HUGE);

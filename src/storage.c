@@ -82,6 +82,24 @@ archer_corrupted(Relation index, BlockNumber blkno, const char *detail)
 }
 
 /*
+ * The verify functions keep an entry for every row the index holds; past
+ * maintenance_work_mem they stop with an error that says what to raise,
+ * rather than grow a backend without bound on a large index.
+ */
+void
+archer_verify_check_memory(Relation index, Size bytes)
+{
+	if (bytes / 1024 > (Size) maintenance_work_mem)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("verifying index \"%s\" needs more than maintenance_work_mem (%d kB)",
+						RelationGetRelationName(index), maintenance_work_mem),
+				 errdetail("Verify keeps an entry for every row of the index, %zu kB so far.",
+						   bytes / 1024),
+				 errhint("Raise maintenance_work_mem.")));
+}
+
+/*
  * Check the parts of a page every reader relies on, so that a damaged page
  * raises an error instead of sending a scan out of bounds.
  */

@@ -176,6 +176,7 @@ extern Buffer archer_read_buffer_recent(Relation index, BlockNumber blkno,
 extern Buffer archer_buffer_for_block(Relation index, BlockNumber blkno, uint16 page_id,
 									  uint8 leftover_flags);
 extern Buffer archer_new_buffer(Relation index);
+extern void archer_verify_check_memory(Relation index, Size bytes);
 pg_noreturn extern void archer_corrupted(Relation index, BlockNumber blkno,
 										 const char *detail);
 extern void archer_write_new_page(Relation index, BlockNumber expected, Page page);

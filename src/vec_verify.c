@@ -69,8 +69,11 @@ static void
 add_row(VecVerifyState *state, const VecNodeHeader *node, BlockNumber blkno, OffsetNumber off)
 {
 	VecRowNode *entry = hash_search(state->rows, &node->heaptid, HASH_ENTER, NULL);
+	long		nrows = hash_get_num_entries(state->rows);
 
 	ItemPointerSet(&entry->node, blkno, off);
+	if (nrows % 1024 == 0)
+		archer_verify_check_memory(state->index, hash_estimate_size(nrows, sizeof(VecRowNode)));
 }
 
 /* The insert buffer entries of a buffer page not merged yet count as live rows */

@@ -15,8 +15,9 @@
 # Each participant writes a sorted run of at most its share of
 # maintenance_work_mem (at least 32MB: the planner gives fewer workers
 # otherwise) and starts another when it fills up; the leader merges them.
-# With ARCHER_LONG_TESTS=1 a 3,500,000-row table makes each participant
-# write more than one run.
+# With ARCHER_LONG_TESTS=1 a 3,500,000-row table built with 64MB (one
+# worker: 32MB, 1.4 million entries, for each of the two processes) makes
+# each participant write two runs.
 use strict;
 use warnings;
 
@@ -25,6 +26,8 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 
 my $ROWS = $ENV{ARCHER_LONG_TESTS} ? 3_500_000 : 60_000;
+my $BUILD_MEM = $ENV{ARCHER_LONG_TESTS} ? '64MB' : '96MB';
+my $WORKERS = $ENV{ARCHER_LONG_TESTS} ? 1 : 2;
 
 my $node = PostgreSQL::Test::Cluster->new('gparallel');
 $node->init;
@@ -34,7 +37,7 @@ autovacuum = off
 max_worker_processes = 8
 max_parallel_workers = 8
 max_parallel_maintenance_workers = 2
-maintenance_work_mem = 96MB
+maintenance_work_mem = 1GB
 min_parallel_table_scan_size = 0
 });
 $node->start;
@@ -76,7 +79,8 @@ sub build
 	my ($table, $index, $workers, $concurrently) = @_;
 	my $how = $concurrently ? 'CONCURRENTLY ' : '';
 	my ($ret, $out, $err) = $node->psql('postgres',
-		"SET max_parallel_maintenance_workers = $workers; SET client_min_messages = debug1; "
+		"SET max_parallel_maintenance_workers = $workers; SET maintenance_work_mem = '$BUILD_MEM'; "
+		  . "SET client_min_messages = debug1; "
 		  . "CREATE INDEX $how$index ON $table USING archer_geo (p)");
 	is($ret, 0, "$index: CREATE INDEX ${how}with $workers workers succeeds") or diag($err);
 	return $err;
@@ -100,8 +104,8 @@ DELETE FROM $table WHERE id % 13 = 0;
 
 	build($table, "${table}_serial", 0, 0);
 	my $log = build($table, "${table}_parallel", 2, 0);
-	like($log, qr/archer_geo build of index "${table}_parallel": 2 of 2 parallel workers launched/,
-		"$kind: the build launched 2 workers");
+	like($log, qr/archer_geo build of index "${table}_parallel": $WORKERS of $WORKERS parallel workers launched/,
+		"$kind: the build launched $WORKERS workers");
 	$node->safe_psql('postgres', 'CHECKPOINT');
 	my $serial = index_pages("${table}_serial");
 	my $parallel = index_pages("${table}_parallel");
@@ -128,8 +132,8 @@ DELETE FROM $table WHERE id % 13 = 0;
 	# CONCURRENTLY: the dead rows are left out by both
 	build($table, "${table}_cserial", 0, 1);
 	$log = build($table, "${table}_cparallel", 2, 1);
-	like($log, qr/archer_geo build of index "${table}_cparallel": 2 of 2 parallel workers launched/,
-		"$kind: CONCURRENTLY launched 2 workers");
+	like($log, qr/archer_geo build of index "${table}_cparallel": $WORKERS of $WORKERS parallel workers launched/,
+		"$kind: CONCURRENTLY launched $WORKERS workers");
 	$node->safe_psql('postgres', 'CHECKPOINT');
 	$serial = index_pages("${table}_cserial");
 	$parallel = index_pages("${table}_cparallel");
