@@ -35,6 +35,7 @@ OBJS += \
 	src/vec_buffer.o \
 	src/vec_build.o \
 	src/vec_handler.o \
+	src/vec_graph.o \
 	src/vec_insert.o \
 	src/vec_reach.o \
 	src/vec_scan.o \

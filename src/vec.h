@@ -74,7 +74,7 @@
  *	- inserts hold a heavyweight lock, VEC_INSERT_LOCK, in ShareLock, and
  *	  run together; whatever rewrites links wholesale or moves the entry
  *	  point (merges, VACUUM, an insert of a new top node) holds it in
- *	  ExclusiveLock, alone (vec_insert.c says how inserts share the
+ *	  ExclusiveLock, alone (vec_graph.c says how inserts share the
  *	  graph).  An insert writes the new node with its links, in one WAL
  *	  record with the meta page (counters, and the entry point when the
  *	  node is the new top), then adds back links page by page: a crash in
@@ -462,11 +462,14 @@ extern int	vec_write_quantizer_pages(Relation index, const float *min,
 									  const float *max, int dim);
 extern void vec_init_meta_page(Page page, const VecIndexInfo *info, int quantizer_pages);
 
-/* vec_insert.c */
+/* vec_graph.c */
+extern void vec_node_clear_links(VecNodeHeader *node, const VecIndexInfo *info);
 extern LOCKMODE vec_insert_node(Relation index, const VecIndexInfo *info,
 								const VecNodeHeader *src, const float *x, ItemPointer entry,
 								LOCKMODE lockmode);
 extern void vec_relink_node(Relation index, const VecIndexInfo *info, ItemPointer tid);
+
+/* vec_insert.c */
 extern bool vec_insert(Relation index, Datum *values, bool *isnull,
 					   ItemPointer ht_ctid, Relation heap,
 					   IndexUniqueCheck checkUnique, bool indexUnchanged,

@@ -48,7 +48,7 @@ vec_figures(Relation index, ArcherAmFigures *figures)
 
 /*
  * A merge links nodes into the graph: it holds the graph alone, in
- * ExclusiveLock on the lock direct inserts share in ShareLock (vec_insert.c),
+ * ExclusiveLock on the lock direct inserts share in ShareLock (vec_graph.c),
  * which also serializes merges and VACUUM (vec.h).
  */
 static const ArcherAm vec_am = {

@@ -4,7 +4,7 @@
  *	  Which nodes of an archer_vector graph a search can reach: every node
  *	  that links of any layer lead to from the entry point.
  *
- * An insert writes its node first and its back links after (vec_insert.c):
+ * An insert writes its node first and its back links after (vec_graph.c):
  * a crash or an ERROR in between leaves a live node nothing links to, whose
  * row no search returns.  archer_vector_verify reports such nodes and
  * VACUUM relinks them (vec_vacuum.c); both find them here.

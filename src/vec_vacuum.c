@@ -18,7 +18,7 @@
  *	   entry point;
  *	4. once every page is repaired, mark the deleted nodes unlinked (their
  *	   heap TID invalid) and list their pages in the free space map:
- *	   inserts overwrite only unlinked nodes (vec_insert.c), which no live
+ *	   inserts overwrite only unlinked nodes (vec_graph.c), which no live
  *	   node links to.  A VACUUM cut short leaves its deleted nodes linked
  *	   and never reused: a node reused while a filter list of another
  *	   value still linked it would join two values' graphs.
