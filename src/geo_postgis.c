@@ -297,10 +297,12 @@ check_region_valid(const PostgisCatalog *cat, Datum region, Datum geometry)
  * covering cannot reproduce.  Every check a query region gets is made
  * here (and in the decoding it calls), and both the index scan and the
  * exact predicate of a sequential scan call it (geo_polygon_region), so
- * that a region refused on one plan is refused on every plan.
+ * that a region refused on one plan is refused on every plan.  known_valid
+ * skips ST_IsValid for a polygon that passed it before (the shared region
+ * cache's word, geo_regioncache.c); the cheaper checks still run.
  */
 GeoRegion *
-geo_postgis_polygon_region(Datum polygon, bool geography)
+geo_postgis_polygon_region(Datum polygon, bool geography, bool known_valid)
 {
 	const PostgisCatalog *cat = postgis_catalog();
 	Datum		geometry = polygon;
@@ -318,7 +320,8 @@ geo_postgis_polygon_region(Datum polygon, bool geography)
 				 geography ?
 				 errhint("Use ST_Transform(region::geometry, 4326)::geography.") :
 				 errhint("Use ST_Transform(region, 4326).")));
-	check_region_valid(cat, polygon, geometry);
+	if (!known_valid)
+		check_region_valid(cat, polygon, geometry);
 
 	wkb = DatumGetByteaPP(OidFunctionCall1(geography ? cat->asbinary_geography :
 										   cat->asbinary_geometry, polygon));
