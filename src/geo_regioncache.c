@@ -31,8 +31,8 @@
  * (ST_IsValid, which for a country of many parts costs more than the
  * covering) and its covering, and applications that connect per request
  * pay them on every connection.  With archer in shared_preload_libraries
- * the coverings of the last SHARED_REGIONS polygons any backend built are
- * kept in shared memory, keyed by the SHA-256 digest of the polygon's
+ * the coverings of the last SHARED_REGIONS polygons (of at least
+ * SHARED_REGION_MIN_BYTES) any backend built are kept in shared memory, keyed by the SHA-256 digest of the polygon's
  * bytes, the column kind and archer.geo_polygon_max_cells; a backend
  * that finds one there skips both, builds only the region (edges and
  * quadtree root, linear in the vertices), and adopts the covering
@@ -90,6 +90,13 @@ static bool callback_registered;
  */
 #define SHARED_REGIONS					64
 #define SHARED_REGION_MAX_CELLS			1024
+
+/*
+ * Smaller polygons (up to some 60 vertices) are checked and covered in
+ * less than the digest's first use in a backend costs (OpenSSL's fetch of
+ * SHA-256: about 0.6M instructions), so they are not shared
+ */
+#define SHARED_REGION_MIN_BYTES			1024
 #define SHARED_REGION_LOCK_TRANCHE		"archer_geo_region_cache"
 
 typedef struct SharedRegion
@@ -283,8 +290,9 @@ static void
 build_region(GeoCachedRegion *cached, GeoColumnKind kind, struct varlena *raw)
 {
 	uint8		digest[PG_SHA256_DIGEST_LENGTH];
+	bool		shared = shared_cache != NULL && VARSIZE(raw) >= SHARED_REGION_MIN_BYTES;
 
-	if (shared_cache != NULL)
+	if (shared)
 	{
 		polygon_digest(raw, digest);
 		cached->ncells = shared_covering_lookup(kind, digest, &cached->cells);
@@ -300,7 +308,7 @@ build_region(GeoCachedRegion *cached, GeoColumnKind kind, struct varlena *raw)
 	cached->region = geo_polygon_region(kind, PointerGetDatum(raw), false);
 	cached->ncells = georegion_cover(cached->region, polygon_covering_cells(cached->region),
 									 -1, &cached->cells);
-	if (shared_cache != NULL)
+	if (shared)
 		shared_covering_store(kind, digest, cached->ncells, cached->cells);
 }
 
