@@ -216,8 +216,8 @@ shared_covering_lookup(GeoColumnKind kind, const uint8 *digest, GeoCoverCell **c
 	LWLockRelease(shared_cache->lock);
 	if (ncells < 0)
 		pfree(out);
-	else
-		*cells = out;
+	else						/* the region keeps them: no more than needed */
+		*cells = repalloc(out, sizeof(GeoCoverCell) * Max(ncells, 1));
 	return ncells;
 }
 
