@@ -164,7 +164,7 @@ extern bool geo_value_latlng(GeoColumnKind kind, Datum value,
 							 double *lat, double *lng);
 extern uint64 geo_value_cellid(GeoColumnKind kind, Datum value, bool isnull);
 extern GeoRegion *geo_cap_region(GeoColumnKind kind, const ArcherCap *cap);
-extern GeoRegion *geo_polygon_region(GeoColumnKind kind, Datum polygon);
+extern GeoRegion *geo_polygon_region(GeoColumnKind kind, Datum polygon, bool known_valid);
 extern double geo_sphere_distance(double lat1, double lng1, double lat2, double lng2);
 extern void geo_check_latlng(double lat, double lng);
 
@@ -176,6 +176,7 @@ typedef struct GeoCachedRegion
 	int			ncells;
 } GeoCachedRegion;
 
+extern void geo_region_cache_init(void);
 extern GeoCachedRegion *geo_region_cache_acquire(GeoColumnKind kind, Datum polygon);
 extern void geo_region_cache_release(GeoCachedRegion *cached);
 
@@ -184,7 +185,7 @@ extern bool geo_postgis_column_kind(Oid typid, GeoColumnKind *kind);
 extern bool geo_postgis_point(Datum value, bool geography, double *lat, double *lng);
 extern bool geo_postgis_center_raw(Datum value, bool geography, int32 *srid,
 								   double *lat, double *lng, double *extent);
-extern GeoRegion *geo_postgis_polygon_region(Datum polygon, bool geography);
+extern GeoRegion *geo_postgis_polygon_region(Datum polygon, bool geography, bool known_valid);
 extern bool geo_postgis_dwithin(FmgrInfo *flinfo, bool geography, Datum value,
 								const ArcherCap *cap);
 extern bool geo_postgis_intersects(FmgrInfo *flinfo, bool geography, Datum value,

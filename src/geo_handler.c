@@ -72,6 +72,8 @@ archer_geo_init(void)
 					   "Inserts go to an insert buffer, merged into the tree in batches",
 					   false, AccessExclusiveLock);
 	geo_buffer_init();
+	geo_region_cache_init();
+	s2_init();
 
 	DefineCustomIntVariable("archer.geo_max_cells",
 							"Maximum number of S2 cells covering a radius query.",

@@ -93,14 +93,19 @@ postgis_func(const char *nspname, const char *funcname, int nargs, Oid *argtypes
 }
 
 /*
- * The PostGIS types and functions archer calls, looked up once per backend.
- * Every use checks that st_dwithin still exists, a syscache probe: after
+ * The PostGIS types and functions archer calls, looked up once per backend:
+ * the types first, on their own, since every scan and insert needs them to
+ * tell the column's kind and most need no function (a fresh backend's
+ * lookup of all the functions costs as much as a small kNN query); the
+ * functions on first use.  Every use checks that the geography type (and
+ * st_dwithin, for the functions) still exists, a syscache probe: after
  * DROP EXTENSION postgis and CREATE EXTENSION postgis the OIDs change and
- * the lookup runs again.
+ * the lookups run again.
  */
 typedef struct PostgisCatalog
 {
-	bool		valid;
+	bool		types_valid;
+	bool		funcs_valid;
 	Oid			geography_type;
 	Oid			geometry_type;
 	Oid			dwithin;		/* st_dwithin(geography, geography, float8, bool) */
@@ -117,18 +122,38 @@ typedef struct PostgisCatalog
 static PostgisCatalog catalog;
 
 static const PostgisCatalog *
+postgis_types(void)
+{
+	char	   *nspname;
+	Oid			geography_type;
+	Oid			geometry_type;
+
+	if (catalog.types_valid &&
+		SearchSysCacheExists1(TYPEOID, ObjectIdGetDatum(catalog.geography_type)))
+		return &catalog;
+
+	nspname = postgis_schema();
+	geography_type = postgis_type(nspname, "geography");
+	geometry_type = postgis_type(nspname, "geometry");
+	catalog.funcs_valid = false;
+	catalog.geography_type = geography_type;
+	catalog.geometry_type = geometry_type;
+	catalog.types_valid = true;
+	return &catalog;
+}
+
+static const PostgisCatalog *
 postgis_catalog(void)
 {
 	char	   *nspname;
 	Oid			argtypes[4];
 	PostgisCatalog found;
 
-	if (catalog.valid && SearchSysCacheExists1(PROCOID, ObjectIdGetDatum(catalog.dwithin)))
+	found = *postgis_types();
+	if (found.funcs_valid && SearchSysCacheExists1(PROCOID, ObjectIdGetDatum(found.dwithin)))
 		return &catalog;
 
 	nspname = postgis_schema();
-	found.geography_type = postgis_type(nspname, "geography");
-	found.geometry_type = postgis_type(nspname, "geometry");
 	argtypes[0] = found.geography_type;
 	argtypes[1] = found.geography_type;
 	argtypes[2] = FLOAT8OID;
@@ -144,7 +169,8 @@ postgis_catalog(void)
 	found.srid = postgis_func(nspname, "st_srid", 1, argtypes);
 	found.isvalid = postgis_func(nspname, "st_isvalid", 1, argtypes);
 	found.asbinary_geometry = postgis_func(nspname, "st_asbinary", 1, argtypes);
-	found.valid = true;
+	found.types_valid = true;
+	found.funcs_valid = true;
 	catalog = found;
 	return &catalog;
 }
@@ -161,7 +187,7 @@ geo_postgis_column_kind(Oid typid, GeoColumnKind *kind)
 
 	if (!OidIsValid(get_extension_oid("postgis", true)))
 		return false;
-	cat = postgis_catalog();
+	cat = postgis_types();
 	if (typid == cat->geography_type)
 		*kind = GEO_COLUMN_GEOGRAPHY;
 	else if (typid == cat->geometry_type)
@@ -297,10 +323,12 @@ check_region_valid(const PostgisCatalog *cat, Datum region, Datum geometry)
  * covering cannot reproduce.  Every check a query region gets is made
  * here (and in the decoding it calls), and both the index scan and the
  * exact predicate of a sequential scan call it (geo_polygon_region), so
- * that a region refused on one plan is refused on every plan.
+ * that a region refused on one plan is refused on every plan.  known_valid
+ * skips ST_IsValid for a polygon that passed it before (the shared region
+ * cache's word, geo_regioncache.c); the cheaper checks still run.
  */
 GeoRegion *
-geo_postgis_polygon_region(Datum polygon, bool geography)
+geo_postgis_polygon_region(Datum polygon, bool geography, bool known_valid)
 {
 	const PostgisCatalog *cat = postgis_catalog();
 	Datum		geometry = polygon;
@@ -318,7 +346,8 @@ geo_postgis_polygon_region(Datum polygon, bool geography)
 				 geography ?
 				 errhint("Use ST_Transform(region::geometry, 4326)::geography.") :
 				 errhint("Use ST_Transform(region, 4326).")));
-	check_region_valid(cat, polygon, geometry);
+	if (!known_valid)
+		check_region_valid(cat, polygon, geometry);
 
 	wkb = DatumGetByteaPP(OidFunctionCall1(geography ? cat->asbinary_geography :
 										   cat->asbinary_geometry, polygon));
@@ -331,7 +360,7 @@ Datum
 geo_postgis_make_point(bool geography, double lat, double lng)
 {
 	char	   *text = psprintf("SRID=4326;POINT(%.17g %.17g)", lng, lat);
-	const PostgisCatalog *cat = postgis_catalog();
+	const PostgisCatalog *cat = postgis_types();
 	Oid			typoid = geography ? cat->geography_type : cat->geometry_type;
 	Oid			inputfunc;
 	Oid			typioparam;

@@ -27,12 +27,36 @@
  * region has it file the cell decisions it learnt for the next scans
  * (georegion_settle).
  *
+ * Shared tier.  A backend's first scan of a polygon pays for its check
+ * (ST_IsValid, which for a country of many parts costs more than the
+ * covering) and its covering, and applications that connect per request
+ * pay them on every connection.  With archer in shared_preload_libraries
+ * the coverings of the last SHARED_REGIONS polygons (of at least
+ * SHARED_REGION_MIN_BYTES) any backend built are kept in shared memory, keyed by the SHA-256 digest of the polygon's
+ * bytes, the column kind and archer.geo_polygon_max_cells; a backend
+ * that finds one there skips both, builds only the region (edges and
+ * quadtree root, linear in the vertices), and adopts the covering
+ * (georegion_adopt_cover): the quadtree grows as its entries need.  The
+ * digest stands for the bytes: a covering is a pure function of them, and
+ * finding two polygons with one SHA-256 digest is out of reach, so the
+ * answers stay those of the polygon asked about.  A covering is only
+ * stored after its polygon passed every check, so an entry also vouches
+ * for the polygon's validity.  Without preloading every backend builds its
+ * own, as before.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include "access/xact.h"
+#include "common/cryptohash.h"
 #include "common/hashfn.h"
+#include "common/sha2.h"
+#include "miscadmin.h"
+#include "port/atomics.h"
+#include "storage/ipc.h"
+#include "storage/lwlock.h"
+#include "storage/shmem.h"
 #include "utils/memutils.h"
 
 #include "geo.h"
@@ -59,6 +83,188 @@ static uint64 use_clock;
 static bool callback_registered;
 
 /*
+ * The shared tier: SHARED_REGIONS coverings of at most
+ * SHARED_REGION_MAX_CELLS cells (the default archer.geo_polygon_max_cells
+ * is 512), about 9 kB each, under one LWLock: a lookup copies one out
+ * under the shared lock, a store takes it exclusively.
+ */
+#define SHARED_REGIONS					64
+#define SHARED_REGION_MAX_CELLS			1024
+
+/*
+ * Smaller polygons (up to some 60 vertices) are checked and covered in
+ * less than the digest's first use in a backend costs (OpenSSL's fetch of
+ * SHA-256: about 0.6M instructions), so they are not shared
+ */
+#define SHARED_REGION_MIN_BYTES			1024
+#define SHARED_REGION_LOCK_TRANCHE		"archer_geo_region_cache"
+
+typedef struct SharedRegion
+{
+	int32		kind;			/* GeoColumnKind; -1: slot free */
+	int32		max_cells_setting;
+	int32		ncells;
+	uint8		digest[PG_SHA256_DIGEST_LENGTH];	/* of the polygon's bytes */
+	pg_atomic_uint64 last_used;
+	S2CellId	cellids[SHARED_REGION_MAX_CELLS];
+	uint8		relations[SHARED_REGION_MAX_CELLS];
+} SharedRegion;
+
+typedef struct SharedRegionCache
+{
+	LWLock	   *lock;
+	pg_atomic_uint64 clock;
+	SharedRegion regions[SHARED_REGIONS];
+} SharedRegionCache;
+
+/* NULL without shared_preload_libraries */
+static SharedRegionCache *shared_cache;
+static shmem_request_hook_type prev_shmem_request_hook;
+static shmem_startup_hook_type prev_shmem_startup_hook;
+
+static void
+region_cache_shmem_request(void)
+{
+	if (prev_shmem_request_hook)
+		prev_shmem_request_hook();
+	RequestAddinShmemSpace(MAXALIGN(sizeof(SharedRegionCache)));
+	RequestNamedLWLockTranche(SHARED_REGION_LOCK_TRANCHE, 1);
+}
+
+static void
+region_cache_shmem_startup(void)
+{
+	bool		found;
+
+	if (prev_shmem_startup_hook)
+		prev_shmem_startup_hook();
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	shared_cache = ShmemInitStruct("archer_geo region cache", sizeof(SharedRegionCache), &found);
+	if (!found)
+	{
+		memset(shared_cache, 0, sizeof(SharedRegionCache));
+		shared_cache->lock = &(GetNamedLWLockTranche(SHARED_REGION_LOCK_TRANCHE))->lock;
+		pg_atomic_init_u64(&shared_cache->clock, 0);
+		for (int i = 0; i < SHARED_REGIONS; i++)
+		{
+			shared_cache->regions[i].kind = -1;
+			pg_atomic_init_u64(&shared_cache->regions[i].last_used, 0);
+		}
+	}
+	LWLockRelease(AddinShmemInitLock);
+}
+
+/* From _PG_init: the shared tier exists only when the library is preloaded */
+void
+geo_region_cache_init(void)
+{
+	if (!process_shared_preload_libraries_in_progress)
+		return;
+	prev_shmem_request_hook = shmem_request_hook;
+	shmem_request_hook = region_cache_shmem_request;
+	prev_shmem_startup_hook = shmem_startup_hook;
+	shmem_startup_hook = region_cache_shmem_startup;
+}
+
+static void
+polygon_digest(const struct varlena *raw, uint8 *digest)
+{
+	pg_cryptohash_ctx *ctx = pg_cryptohash_create(PG_SHA256);
+
+	if (ctx == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OUT_OF_MEMORY),
+				 errmsg("out of memory")));
+	if (pg_cryptohash_init(ctx) < 0 ||
+		pg_cryptohash_update(ctx, (const uint8 *) VARDATA(raw), VARSIZE(raw) - VARHDRSZ) < 0 ||
+		pg_cryptohash_final(ctx, digest, PG_SHA256_DIGEST_LENGTH) < 0)
+		elog(ERROR, "archer: could not compute the digest of a polygon: %s",
+			 pg_cryptohash_error(ctx));
+	pg_cryptohash_free(ctx);
+}
+
+static bool
+shared_region_matches(const SharedRegion *sr, GeoColumnKind kind, const uint8 *digest)
+{
+	return sr->kind == (int32) kind && sr->max_cells_setting == archer_geo_polygon_max_cells &&
+		memcmp(sr->digest, digest, PG_SHA256_DIGEST_LENGTH) == 0;
+}
+
+/* The shared covering of a polygon, palloc'd into *cells, or -1 */
+static int
+shared_covering_lookup(GeoColumnKind kind, const uint8 *digest, GeoCoverCell **cells)
+{
+	GeoCoverCell *out = palloc(sizeof(GeoCoverCell) * SHARED_REGION_MAX_CELLS);
+	int			ncells = -1;
+
+	LWLockAcquire(shared_cache->lock, LW_SHARED);
+	for (int i = 0; i < SHARED_REGIONS; i++)
+	{
+		SharedRegion *sr = &shared_cache->regions[i];
+
+		if (!shared_region_matches(sr, kind, digest))
+			continue;
+		ncells = sr->ncells;
+		for (int j = 0; j < ncells; j++)
+		{
+			out[j].cellid = sr->cellids[j];
+			out[j].relation = (GeoRelation) sr->relations[j];
+		}
+		pg_atomic_write_u64(&sr->last_used, pg_atomic_add_fetch_u64(&shared_cache->clock, 1));
+		break;
+	}
+	LWLockRelease(shared_cache->lock);
+	if (ncells < 0)
+		pfree(out);
+	else						/* the region keeps them: no more than needed */
+		*cells = repalloc(out, sizeof(GeoCoverCell) * Max(ncells, 1));
+	return ncells;
+}
+
+/* Keep a covering for the other backends, in a free or the least recently used slot */
+static void
+shared_covering_store(GeoColumnKind kind, const uint8 *digest, int ncells,
+					  const GeoCoverCell *cells)
+{
+	SharedRegion *victim = NULL;
+
+	if (ncells > SHARED_REGION_MAX_CELLS)
+		return;
+	LWLockAcquire(shared_cache->lock, LW_EXCLUSIVE);
+	for (int i = 0; i < SHARED_REGIONS; i++)
+	{
+		SharedRegion *sr = &shared_cache->regions[i];
+
+		if (shared_region_matches(sr, kind, digest))
+		{
+			/* another backend stored it meanwhile */
+			victim = NULL;
+			break;
+		}
+		if (victim == NULL || (victim->kind >= 0 &&
+							   (sr->kind < 0 || pg_atomic_read_u64(&sr->last_used) <
+								pg_atomic_read_u64(&victim->last_used))))
+			victim = sr;
+	}
+	if (victim != NULL)
+	{
+		victim->kind = (int32) kind;
+		victim->max_cells_setting = archer_geo_polygon_max_cells;
+		victim->ncells = ncells;
+		memcpy(victim->digest, digest, PG_SHA256_DIGEST_LENGTH);
+		for (int j = 0; j < ncells; j++)
+		{
+			victim->cellids[j] = cells[j].cellid;
+			victim->relations[j] = (uint8) cells[j].relation;
+		}
+		pg_atomic_write_u64(&victim->last_used, pg_atomic_add_fetch_u64(&shared_cache->clock, 1));
+	}
+	LWLockRelease(shared_cache->lock);
+	if (victim != NULL)
+		elog(DEBUG1, "archer_geo: shared the covering of a polygon");
+}
+
+/*
  * Cells in a polygon's covering: archer.geo_polygon_max_cells, or fewer for
  * a polygon of few vertices.  Each cell costs its evaluation (with the
  * cells it rules out), each entry in a partial cell its decoding and point
@@ -76,13 +282,34 @@ polygon_covering_cells(const GeoRegion *region)
 	return Min(archer_geo_polygon_max_cells, Max(cells, 8));
 }
 
-/* The region and covering of a polygon, built in the current memory context */
+/*
+ * The region and covering of a polygon (detoasted), built in the current
+ * memory context, the covering taken from the shared tier when it has it
+ */
 static void
-build_region(GeoCachedRegion *cached, GeoColumnKind kind, Datum polygon)
+build_region(GeoCachedRegion *cached, GeoColumnKind kind, struct varlena *raw)
 {
-	cached->region = geo_polygon_region(kind, polygon);
+	uint8		digest[PG_SHA256_DIGEST_LENGTH];
+	bool		shared = shared_cache != NULL && VARSIZE(raw) >= SHARED_REGION_MIN_BYTES;
+
+	if (shared)
+	{
+		polygon_digest(raw, digest);
+		cached->ncells = shared_covering_lookup(kind, digest, &cached->cells);
+		if (cached->ncells >= 0)
+		{
+			/* it passed every check when it was stored */
+			cached->region = geo_polygon_region(kind, PointerGetDatum(raw), true);
+			georegion_adopt_cover(cached->region, cached->ncells, cached->cells);
+			elog(DEBUG1, "archer_geo: took the covering of a polygon from shared memory");
+			return;
+		}
+	}
+	cached->region = geo_polygon_region(kind, PointerGetDatum(raw), false);
 	cached->ncells = georegion_cover(cached->region, polygon_covering_cells(cached->region),
 									 -1, &cached->cells);
+	if (shared)
+		shared_covering_store(kind, digest, cached->ncells, cached->cells);
 }
 
 static void
@@ -184,7 +411,7 @@ geo_region_cache_acquire(GeoColumnKind kind, Datum polygon)
 												   ALLOCSET_DEFAULT_SIZES);
 		MemoryContext oldcxt = MemoryContextSwitchTo(mcxt);
 
-		build_region(&slot->cached, kind, PointerGetDatum(raw));
+		build_region(&slot->cached, kind, raw);
 		slot->bytes = palloc(size);
 		memcpy(slot->bytes, raw, size);
 		MemoryContextSwitchTo(oldcxt);
@@ -204,7 +431,7 @@ geo_region_cache_acquire(GeoColumnKind kind, Datum polygon)
 	{
 		GeoCachedRegion *uncached = palloc0(sizeof(GeoCachedRegion));
 
-		build_region(uncached, kind, polygon);
+		build_region(uncached, kind, raw);
 		return uncached;
 	}
 	slot->refs++;

@@ -186,17 +186,21 @@ builtin_polygon_region(POLYGON *polygon)
 	return georegion_polygons(1, &geopolygon, false);
 }
 
+/*
+ * known_valid: the polygon passed every check before (geo_regioncache.c's
+ * shared tier vouches for it), and PostGIS's ST_IsValid need not run again
+ */
 GeoRegion *
-geo_polygon_region(GeoColumnKind kind, Datum polygon)
+geo_polygon_region(GeoColumnKind kind, Datum polygon, bool known_valid)
 {
 	switch (kind)
 	{
 		case GEO_COLUMN_POINT:
 			return builtin_polygon_region(DatumGetPolygonP(polygon));
 		case GEO_COLUMN_GEOGRAPHY:
-			return geo_postgis_polygon_region(polygon, true);
+			return geo_postgis_polygon_region(polygon, true, known_valid);
 		case GEO_COLUMN_GEOMETRY:
-			return geo_postgis_polygon_region(polygon, false);
+			return geo_postgis_polygon_region(polygon, false, known_valid);
 	}
 	return NULL;				/* keep compiler quiet */
 }
@@ -439,7 +443,7 @@ predicate_region(FunctionCallInfo fcinfo, GeoColumnKind kind, Datum polygon)
 		MemoryContextReset(cache->context);
 		cache->polygon = NULL;
 		oldcxt = MemoryContextSwitchTo(cache->context);
-		cache->region = geo_polygon_region(kind, PointerGetDatum(raw));
+		cache->region = geo_polygon_region(kind, PointerGetDatum(raw), false);
 		cache->polygon = palloc(VARSIZE(raw));
 		memcpy(cache->polygon, raw, VARSIZE(raw));
 		MemoryContextSwitchTo(oldcxt);

@@ -372,10 +372,13 @@ struct GeoRegion
 
 	/*
 	 * Last covering: per cell, its quadtree node (geodesic) or the planar
-	 * node its leaves start from (planar)
+	 * node its leaves start from (planar).  A covering made elsewhere
+	 * (georegion_adopt_cover) has its cells' ids here and their nodes NULL
+	 * until a decision needs them (cover_node).
 	 */
 	int			ncover;
 	GrNode	  **cover_nodes;
+	S2CellId   *cover_ids;
 	/* planar: the node where the last point decision ended (see relate_planar_point) */
 	GrNode	   *point_hint;
 	/* planar: decisions of georegion_relate_planar_cell; NULL until the first */
@@ -2159,6 +2162,9 @@ georegion_cover(GeoRegion *r, int max_cells, int dense_level, GeoCoverCell **cel
 	if (r->cover_nodes)
 		pfree(r->cover_nodes);
 	r->cover_nodes = NULL;
+	if (r->cover_ids)
+		pfree(r->cover_ids);
+	r->cover_ids = NULL;
 	if (r->kind != GR_CAP)
 		r->cover_nodes = region_alloc(r, Max(result.n, 1) * sizeof(GrNode *));
 	for (i = 0; i < result.n; i++)
@@ -2179,6 +2185,69 @@ georegion_cover(GeoRegion *r, int max_cells, int dense_level, GeoCoverCell **cel
 	return result.n;
 }
 
+void
+georegion_adopt_cover(GeoRegion *r, int ncells, const GeoCoverCell *cells)
+{
+	GrNode	  **nodes;
+	S2CellId   *ids;
+
+	Assert(r->kind != GR_CAP);
+	ensure_index(r);
+	nodes = region_alloc(r, Max(ncells, 1) * sizeof(GrNode *));
+	ids = region_alloc(r, Max(ncells, 1) * sizeof(S2CellId));
+	for (int i = 0; i < ncells; i++)
+	{
+		nodes[i] = NULL;
+		ids[i] = cells[i].cellid;
+	}
+	if (r->cover_nodes)
+		pfree(r->cover_nodes);
+	if (r->cover_ids)
+		pfree(r->cover_ids);
+	r->cover_nodes = nodes;
+	r->cover_ids = ids;
+	r->ncover = ncells;
+}
+
+/*
+ * The node decisions in covering cell i start from.  An adopted covering
+ * finds it on first use, as georegion_cover would have: on a face, the
+ * cell's own node; in the plane, the smallest node holding the cell grown
+ * by a leaf's margin.  Only cells whose entries need a decision pay for
+ * the descent, so a scan of a polygon whose covering another backend made
+ * splits only the quadtree nodes its entries lead to.
+ */
+static GrNode *
+cover_node(GeoRegion *r, int i)
+{
+	GrNode	   *node = r->cover_nodes[i];
+	S2CellId	id;
+
+	if (node != NULL)
+		return node;
+	id = r->cover_ids[i];
+	if (r->kind == GR_GEODESIC)
+	{
+		const GrPlane *pl = &r->planes[s2_cellid_face(id)];
+		int			level = s2_cellid_level(id);
+
+		node = pl->root;
+		while (node->level < level)
+		{
+			if (node->child == NULL)
+				node_split(r, pl, node);
+			node = &node->child[(id >> (2 * (S2_MAX_LEVEL - node->level) - 1)) & 3];
+		}
+	}
+	else
+	{
+		node = r->planes[0].root;
+		(void) planar_cell_relation(r, id, &node);
+	}
+	r->cover_nodes[i] = node;
+	return node;
+}
+
 GeoRelation
 georegion_relate_leaf(GeoRegion *r, int cover_index, S2CellId leaf)
 {
@@ -2188,9 +2257,9 @@ georegion_relate_leaf(GeoRegion *r, int cover_index, S2CellId leaf)
 		case GR_CAP:
 			return cap_leaf_relation(r, leaf);
 		case GR_PLANAR:
-			return planar_leaf_relation(r, r->cover_nodes[cover_index], leaf);
+			return planar_leaf_relation(r, cover_node(r, cover_index), leaf);
 		case GR_GEODESIC:
-			return geodesic_leaf_relation(r, r->cover_nodes[cover_index], leaf);
+			return geodesic_leaf_relation(r, cover_node(r, cover_index), leaf);
 	}
 	return GEO_PARTIAL;			/* keep compiler quiet */
 }
@@ -2219,7 +2288,7 @@ georegion_relate_planar_point(GeoRegion *r, int cover_index, double lng, double 
 	q.y0 = Max(lat - GR_DEG_SLACK, -90.0);
 	q.y1 = Min(lat + GR_DEG_SLACK, 90.0);
 	if (start == NULL || !rect_within(&q, &start->rect))
-		start = r->cover_nodes[cover_index];
+		start = cover_node(r, cover_index);
 	if (!rect_within(&q, &start->rect))
 		start = pl->root;
 	relation = planar_point_classify(r, pl, start, &q, lng, lat, &start);
@@ -2344,7 +2413,7 @@ georegion_settle(GeoRegion *r, bool force)
 GeoRelation
 georegion_relate_planar_cell(GeoRegion *r, int cover_index, S2CellId cell)
 {
-	GrNode	   *start = r->cover_nodes[cover_index];
+	GrNode	   *start;
 	GrCellMemoEntry *memo;
 	GeoRelation relation;
 	bool		found;
@@ -2362,6 +2431,7 @@ georegion_relate_planar_cell(GeoRegion *r, int cover_index, S2CellId cell)
 	memo = cellmemo_lookup(r->cell_memo, cell);
 	if (memo != NULL)
 		return (GeoRelation) memo->relation;
+	start = cover_node(r, cover_index);
 	relation = planar_cell_relation(r, cell, &start);
 	if (r->cell_memo->members < GR_CELL_MEMO_MAX)
 	{

@@ -86,7 +86,19 @@ extern GeoRegion *georegion_polygons(int npolygons, const GeoPolygon *polygons,
 extern int	georegion_cover(GeoRegion *region, int max_cells, int dense_level,
 							GeoCoverCell **cells);
 
-/* Per-entry decision; cover_index indexes the array georegion_cover returned */
+/*
+ * Take as the region's covering one that georegion_cover made for the same
+ * polygon with the same arguments (in this backend or another): the
+ * decisions below then work as after georegion_cover, without its cost.
+ * Polygon regions only; the cells are copied.
+ */
+extern void georegion_adopt_cover(GeoRegion *region, int ncells,
+								  const GeoCoverCell *cells);
+
+/*
+ * Per-entry decision; cover_index indexes the array georegion_cover returned
+ * (or georegion_adopt_cover took)
+ */
 extern GeoRelation georegion_relate_leaf(GeoRegion *region, int cover_index,
 										 S2CellId leaf);
 

@@ -176,6 +176,12 @@ init_lookup(void)
 	lookup_ready = true;
 }
 
+void
+s2_init(void)
+{
+	init_lookup();
+}
+
 
 /* ------------------------------------------------------------------------
  * Projections

@@ -123,4 +123,11 @@ extern S2LatLngRect s2_cell_rect_bound(S2CellId id);
  * level to any point of that cell */
 extern double s2_level_max_radius(int level);
 
+/*
+ * Builds the Hilbert lookup table now instead of at its first use: called
+ * when the library loads, so that with shared_preload_libraries every
+ * backend inherits it from the postmaster
+ */
+extern void s2_init(void);
+
 #endif							/* ARCHER_S2CELL_H */
