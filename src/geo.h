@@ -151,13 +151,8 @@ typedef struct GeoOptions
 
 #define GEO_DEFAULT_FILLFACTOR	90
 
-/* GUCs */
-extern int	archer_geo_max_cells;
-extern int	archer_geo_polygon_max_cells;
-
 /* geo_handler.c */
 extern void archer_geo_init(void);
-extern GeoColumnKind geo_column_kind(Relation index);
 
 /* geo_types.c: values, regions, predicates */
 extern bool geo_value_latlng(GeoColumnKind kind, Datum value,
@@ -166,7 +161,7 @@ extern uint64 geo_value_cellid(GeoColumnKind kind, Datum value, bool isnull);
 extern GeoRegion *geo_cap_region(GeoColumnKind kind, const ArcherCap *cap);
 extern GeoRegion *geo_polygon_region(GeoColumnKind kind, Datum polygon, bool known_valid);
 extern double geo_sphere_distance(double lat1, double lng1, double lat2, double lng2);
-extern void geo_check_latlng(double lat, double lng);
+extern GeoColumnKind geo_column_kind(Relation index);
 
 /* geo_regioncache.c: each backend's polygon regions and coverings */
 typedef struct GeoCachedRegion
@@ -176,6 +171,8 @@ typedef struct GeoCachedRegion
 	int			ncells;
 } GeoCachedRegion;
 
+extern int	archer_geo_polygon_max_cells;
+extern void geo_region_cache_define_settings(void);
 extern void geo_region_cache_init(void);
 extern GeoCachedRegion *geo_region_cache_acquire(GeoColumnKind kind, Datum polygon);
 extern void geo_region_cache_release(GeoCachedRegion *cached);
@@ -209,6 +206,7 @@ extern bool geo_decode_point_raw(const uint8 *data, Size size, bool geography,
 extern bool geo_decode_center_raw(const uint8 *data, Size size, bool geography,
 								  int32 *srid, double *lat, double *lng, double *extent);
 extern void geo_check_srid(int32 srid, bool geography);
+extern void geo_check_latlng(double lat, double lng);
 extern GeoRegion *geo_decode_wkb_region(const uint8 *data, Size size, bool planar);
 
 /*
@@ -237,12 +235,14 @@ extern Buffer geo_move_right(Relation index, Buffer buf, uint64 cellid,
 extern int	geo_leaf_lower_bound(Page page, uint64 cellid, ItemPointer tid);
 extern void geo_leaf_sort(Page page);
 extern void geo_read_meta(Relation index, BlockNumber *root, uint16 *root_level);
-extern bool geo_index_holds_points(Relation index);
 extern int	geo_tree_height(Relation index);
 extern void geo_init_meta_page(Page page, BlockNumber root, uint16 root_level);
 
 /* geo_build.c */
 extern IndexBuildResult *geo_build(Relation heap, Relation index, IndexInfo *indexInfo);
+
+extern void geo_buildempty(Relation index);
+extern char *geo_buildphasename(int64 phasenum);
 
 /* geo_parallel.c */
 typedef struct GeoParallelBuild GeoParallelBuild;
@@ -251,14 +251,8 @@ extern double geo_parallel_ntuples(GeoParallelBuild *build);
 extern void geo_parallel_open_runs(GeoParallelBuild *build);
 extern bool geo_parallel_next_key(GeoParallelBuild *build, GeoLeafEntry *key);
 extern void geo_parallel_end(GeoParallelBuild *build);
-extern void geo_buildempty(Relation index);
-extern char *geo_buildphasename(int64 phasenum);
 
-/* geo_insert.c */
-extern bool geo_insert(Relation index, Datum *values, bool *isnull,
-					   ItemPointer ht_ctid, Relation heap,
-					   IndexUniqueCheck checkUnique, bool indexUnchanged,
-					   IndexInfo *indexInfo);
+/* geo_insert.c: sorted runs of keys into the tree */
 extern int	geo_tree_insert_run(Relation index, const GeoLeafEntry *run, int n,
 								bool skip_present);
 
@@ -281,7 +275,11 @@ extern int	geo_visibility_filter(GeoVisibility *vis, GeoLeafEntry *entries, int 
 								  const bool *unsure);
 extern bool geo_visibility_fetch(GeoVisibility *vis, ItemPointer tid, Snapshot snapshot);
 
-/* geo_buffer.c: the insert buffer */
+/* geo_buffer.c: inserts (aminsert), the session's pending keys, the insert buffer */
+extern bool geo_insert(Relation index, Datum *values, bool *isnull,
+					   ItemPointer ht_ctid, Relation heap,
+					   IndexUniqueCheck checkUnique, bool indexUnchanged,
+					   IndexInfo *indexInfo);
 extern void geo_buffer_init(void);
 extern bool geo_insert_buffered(Relation index);
 extern void geo_pending_add(Relation index, const GeoLeafEntry *entry);
@@ -299,6 +297,8 @@ extern GeoLeafEntry *geo_buffer_collect(Relation index, int *nentries,
 										 GeoVisibility *vis);
 
 /* geo_scan.c */
+extern int	archer_geo_max_cells;
+extern void geo_scan_define_settings(void);
 extern IndexScanDesc geo_beginscan(Relation index, int nkeys, int norderbys);
 extern void geo_rescan(IndexScanDesc scan, ScanKey keys, int nkeys,
 					   ScanKey orderbys, int norderbys);

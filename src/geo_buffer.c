@@ -1,9 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * geo_buffer.c
- *	  Pending entries of this session, and the insert buffer of archer_geo
- *	  (WITH (insert_buffer = on)): buffer pages, merges into the tree, and
- *	  what scans read of it.
+ *	  Inserts into archer_geo (aminsert): pending entries of this session,
+ *	  and the insert buffer (WITH (insert_buffer = on)): buffer pages,
+ *	  merges into the tree (geo_insert.c), and what scans read of it.
  *
  * An insert adds its (cell id, heap TID) to a list this session keeps per
  * index.  Without an insert buffer, the list goes into the tree, sorted, a
@@ -554,4 +554,21 @@ geo_buffer_collect(Relation index, int *nentries, GeoVisibility *vis)
 	geo_sort_leaf_entries(collect.entries, collect.nentries);
 	*nentries = collect.nentries;
 	return collect.entries;
+}
+
+/*
+ * An inserted row's key goes to this session's pending list for the index
+ * (geo_buffer.c), which writes it to the insert buffer or, without one,
+ * into the tree with the keys inserted with it.
+ */
+bool
+geo_insert(Relation index, Datum *values, bool *isnull, ItemPointer ht_ctid,
+		   Relation heap, IndexUniqueCheck checkUnique, bool indexUnchanged,
+		   IndexInfo *indexInfo)
+{
+	GeoLeafEntry entry;
+
+	geo_make_leaf_entry(geo_column_kind(index), values[0], isnull[0], ht_ctid, &entry);
+	geo_pending_add(index, &entry);
+	return false;
 }

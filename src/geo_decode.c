@@ -427,3 +427,21 @@ geo_decode_wkb_region(const uint8 *data, Size size, bool planar)
 
 	return georegion_polygons(npolygons, polygons, planar);
 }
+
+/* Coordinates in degrees a point may have: finite, within the globe's ranges */
+void
+geo_check_latlng(double lat, double lng)
+{
+	if (isnan(lat) || isnan(lng) || isinf(lat) || isinf(lng))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("point coordinates must be finite numbers")));
+	if (lat < -90.0 || lat > 90.0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("latitude %.17g is out of range [-90, 90]", lat)));
+	if (lng < -180.0 || lng > 180.0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("longitude %.17g is out of range [-180, 180]", lng)));
+}

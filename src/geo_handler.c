@@ -29,8 +29,6 @@
 
 PG_FUNCTION_INFO_V1(archer_geo_handler);
 
-int			archer_geo_max_cells = 4;
-int			archer_geo_polygon_max_cells = 512;
 
 static relopt_kind geo_relopt_kind;
 
@@ -75,42 +73,8 @@ archer_geo_init(void)
 	geo_region_cache_init();
 	s2_init();
 
-	DefineCustomIntVariable("archer.geo_max_cells",
-							"Maximum number of S2 cells covering a radius query.",
-							"More cells fit the region more tightly but cost a tree descent each.",
-							&archer_geo_max_cells, 4, 4, 1024,
-							PGC_USERSET, 0, NULL, NULL, NULL);
-	DefineCustomIntVariable("archer.geo_polygon_max_cells",
-							"Maximum number of S2 cells covering a polygon query.",
-							"More cells leave fewer index entries near the boundary to test.",
-							&archer_geo_polygon_max_cells, 512, 4, 100000,
-							PGC_USERSET, 0, NULL, NULL, NULL);
-}
-
-/*
- * What the indexed column holds, from the operator class's input type;
- * cached in rd_amcache since inserts ask for every row.
- */
-GeoColumnKind
-geo_column_kind(Relation index)
-{
-	Oid			typid = index->rd_opcintype[0];
-	GeoColumnKind kind;
-
-	if (index->rd_amcache != NULL)
-		return *(GeoColumnKind *) index->rd_amcache;
-
-	/* by type OID: a type of PostGIS's name in another schema is not PostGIS's */
-	if (typid == POINTOID)
-		kind = GEO_COLUMN_POINT;
-	else if (!geo_postgis_column_kind(typid, &kind))
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("archer_geo cannot index type %s", format_type_be(typid))));
-
-	index->rd_amcache = MemoryContextAlloc(index->rd_indexcxt, sizeof(GeoColumnKind));
-	*(GeoColumnKind *) index->rd_amcache = kind;
-	return kind;
+	geo_scan_define_settings();
+	geo_region_cache_define_settings();
 }
 
 static bytea *

@@ -324,20 +324,3 @@ geo_tree_insert_run(Relation index, const GeoLeafEntry *run, int n, bool skip_pr
 	}
 	return done;
 }
-
-/*
- * An inserted row's key goes to this session's pending list for the index
- * (geo_buffer.c), which writes it to the insert buffer or, without one,
- * into the tree with the keys inserted with it.
- */
-bool
-geo_insert(Relation index, Datum *values, bool *isnull, ItemPointer ht_ctid,
-		   Relation heap, IndexUniqueCheck checkUnique, bool indexUnchanged,
-		   IndexInfo *indexInfo)
-{
-	GeoLeafEntry entry;
-
-	geo_make_leaf_entry(geo_column_kind(index), values[0], isnull[0], ht_ctid, &entry);
-	geo_pending_add(index, &entry);
-	return false;
-}

@@ -57,6 +57,7 @@
 #include "storage/ipc.h"
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
+#include "utils/guc.h"
 #include "utils/memutils.h"
 
 #include "geo.h"
@@ -152,6 +153,19 @@ region_cache_shmem_startup(void)
 		}
 	}
 	LWLockRelease(AddinShmemInitLock);
+}
+
+int			archer_geo_polygon_max_cells = 512;
+
+/* archer.geo_polygon_max_cells: the cells covering a polygon */
+void
+geo_region_cache_define_settings(void)
+{
+	DefineCustomIntVariable("archer.geo_polygon_max_cells",
+							"Maximum number of S2 cells covering a polygon query.",
+							"More cells leave fewer index entries near the boundary to test.",
+							&archer_geo_polygon_max_cells, 512, 4, 100000,
+							PGC_USERSET, 0, NULL, NULL, NULL);
 }
 
 /* From _PG_init: the shared tier exists only when the library is preloaded */

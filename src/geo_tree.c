@@ -59,64 +59,6 @@ geo_read_meta(Relation index, BlockNumber *root, uint16 *root_level)
 	(ARCHER_PAGE_META | ARCHER_PAGE_LEAF | ARCHER_PAGE_INTERNAL | ARCHER_PAGE_DELETED | \
 	 ARCHER_PAGE_BUFFER)
 
-/* Leaves of NULL entries geo_index_holds_points reads before it gives up */
-#define GEO_NULL_LEAVES_READ	8
-
-/*
- * Whether the index may hold an entry of a non-NULL value: false when it
- * holds nothing, or only entries of SQL NULLs.  A sequential scan of such
- * a table evaluates no operator, so a scan of the index must answer without
- * looking at its arguments (a bad one raises nothing).  Empty points are
- * values: operators are evaluated on them.
- *
- * NULL and empty points sort last, so the leftmost leaf holds a point if
- * any leaf does; the leaves of NULL and empty points are read from there,
- * up to GEO_NULL_LEAVES_READ of them (beyond, the answer is true: a scan
- * then checks its arguments as on any table).  So is a leftmost leaf that
- * VACUUM emptied with leaves after it, and an insert buffer with a page
- * (this backend's pending inserts written first).
- */
-bool
-geo_index_holds_points(Relation index)
-{
-	ArcherBufferMeta buffer;
-	ItemPointerData lowest;
-	Buffer		buf;
-	bool		holds = false;
-
-	geo_buffer_flush_pending(index);
-	archer_buffer_read_meta(index, ARCHER_GEO_PAGE_ID, &buffer);
-	if (BlockNumberIsValid(buffer.head))
-		return true;
-	ItemPointerSet(&lowest, 0, 0);
-	buf = geo_descend(index, 0, &lowest, BUFFER_LOCK_SHARE);
-	for (int leaves = 0;; leaves++)
-	{
-		Page		page = BufferGetPage(buf);
-		const GeoLeafEntry *entries = (const GeoLeafEntry *) ArcherPageGetEntries(page);
-		int			nentries = archer_page_nentries(page, sizeof(GeoLeafEntry));
-		BlockNumber blkno = BufferGetBlockNumber(buf);
-		BlockNumber next = ArcherPageGetOpaque(page)->rightlink;
-
-		for (int i = 0; i < nentries && !holds; i++)
-			holds = geo_point_code_kind(&entries[i]) != GEO_POINT_NULL;
-		if (holds || !BlockNumberIsValid(next))
-			break;
-		if (nentries == 0 || leaves == GEO_NULL_LEAVES_READ)
-		{
-			holds = true;
-			break;
-		}
-		archer_check_link(index, blkno, next, InvalidBlockNumber);
-		UnlockReleaseBuffer(buf);
-		buf = archer_read_page(index, next, BUFFER_LOCK_SHARE, ARCHER_GEO_PAGE_ID);
-		if (!(ArcherPageGetOpaque(BufferGetPage(buf))->flags & ARCHER_PAGE_LEAF))
-			archer_corrupted(index, next, "A leaf's right link leads to a page that is no leaf.");
-	}
-	UnlockReleaseBuffer(buf);
-	return holds;
-}
-
 /*
  * The tree's height for the planner's cost estimate: the root's level (0
  * when the root is the only leaf), or -1 when block 0 is not a meta page of

@@ -61,22 +61,6 @@ PG_FUNCTION_INFO_V1(archer_geo_restrict);
 #define GEO_DEFAULT_SEL_CAP		0.0005
 #define GEO_DEFAULT_SEL_REGION	0.005
 
-void
-geo_check_latlng(double lat, double lng)
-{
-	if (isnan(lat) || isnan(lng) || isinf(lat) || isinf(lng))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("point coordinates must be finite numbers")));
-	if (lat < -90.0 || lat > 90.0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("latitude %.17g is out of range [-90, 90]", lat)));
-	if (lng < -180.0 || lng > 180.0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("longitude %.17g is out of range [-180, 180]", lng)));
-}
 
 /* Great-circle distance in meters on the sphere of GEO_EARTH_RADIUS */
 double
@@ -656,4 +640,30 @@ archer_geo_restrict(PG_FUNCTION_ARGS)
 	}
 	ReleaseVariableStats(vardata);
 	PG_RETURN_FLOAT8(selec);
+}
+
+/*
+ * What the indexed column holds, from the operator class's input type;
+ * cached in rd_amcache since inserts ask for every row.
+ */
+GeoColumnKind
+geo_column_kind(Relation index)
+{
+	Oid			typid = index->rd_opcintype[0];
+	GeoColumnKind kind;
+
+	if (index->rd_amcache != NULL)
+		return *(GeoColumnKind *) index->rd_amcache;
+
+	/* by type OID: a type of PostGIS's name in another schema is not PostGIS's */
+	if (typid == POINTOID)
+		kind = GEO_COLUMN_POINT;
+	else if (!geo_postgis_column_kind(typid, &kind))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("archer_geo cannot index type %s", format_type_be(typid))));
+
+	index->rd_amcache = MemoryContextAlloc(index->rd_indexcxt, sizeof(GeoColumnKind));
+	*(GeoColumnKind *) index->rd_amcache = kind;
+	return kind;
 }
