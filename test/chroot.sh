@@ -46,7 +46,7 @@ suite_of() {
 # bitcode), the extensions the tests load, the Perl TAP modules' IPC::Run,
 # a compiler; then per suite: TAP reads Fashion-MNIST (with python3), fuzz
 # needs clang's libFuzzer, s2oracle g++ and Google's S2 (where the Debian
-# suite has it); bench (`bench/run --pg=17`, not a test suite) node for its
+# suite has it); bench (`bench/run --pg=17` or 18, not a test suite) node for its
 # data generators and reports (the npm data is fetched on the host).
 # Nothing else: every package is time on a cold root.
 # packages_of PGVER SUITES (comma separated; empty: the base only)
