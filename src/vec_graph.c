@@ -247,6 +247,31 @@ mark_entry_merged(Relation index, const VecIndexInfo *info, GenericXLogState *st
 }
 
 /*
+ * Finish the WAL record that writes a node at tid (place_node, reuse_node),
+ * with the meta page registered: a node above every other becomes the
+ * entry point, and the insert buffer entry it comes from, if any, is
+ * marked merged in the same record.
+ */
+static void
+finish_node_record(Relation index, const VecIndexInfo *info, GenericXLogState *state,
+				   VecMetaPageData *meta, ItemPointer tid, int level, bool new_entry,
+				   ItemPointer entry)
+{
+	Buffer		entrybuf = InvalidBuffer;
+
+	if (new_entry)
+	{
+		meta->entry = *tid;
+		meta->entry_level = level;
+	}
+	if (entry != NULL)
+		entrybuf = mark_entry_merged(index, info, state, meta, entry);
+	GenericXLogFinish(state);
+	if (BufferIsValid(entrybuf))
+		UnlockReleaseBuffer(entrybuf);
+}
+
+/*
  * Place the node tuple on the insert page or a new one and update the meta
  * page, in one WAL record; returns the node's TID.
  */
@@ -258,7 +283,6 @@ place_node(Relation index, const VecIndexInfo *info, VecNodeHeader *node, Size s
 										   ARCHER_VEC_PAGE_ID);
 	VecMetaPageData *meta = VecPageGetMeta(BufferGetPage(metabuf));
 	Buffer		buf = InvalidBuffer;
-	Buffer		entrybuf = InvalidBuffer;
 	bool		fresh = false;
 	GenericXLogState *state;
 	Page		page;
@@ -300,16 +324,7 @@ place_node(Relation index, const VecIndexInfo *info, VecNodeHeader *node, Size s
 	meta = VecPageGetMeta(metapage);
 	meta->insert_page = BufferGetBlockNumber(buf);
 	meta->nnodes++;
-	if (new_entry)
-	{
-		meta->entry = tid;
-		meta->entry_level = node->level;
-	}
-	if (entry != NULL)
-		entrybuf = mark_entry_merged(index, info, state, meta, entry);
-	GenericXLogFinish(state);
-	if (BufferIsValid(entrybuf))
-		UnlockReleaseBuffer(entrybuf);
+	finish_node_record(index, info, state, meta, &tid, node->level, new_entry, entry);
 	UnlockReleaseBuffer(buf);
 	UnlockReleaseBuffer(metabuf);
 	return tid;
@@ -378,7 +393,6 @@ reuse_node(Relation index, const VecIndexInfo *info, VecNodeHeader *node, Size s
 	GenericXLogState *state;
 	VecMetaPageData *meta;
 	Page		page;
-	Buffer		entrybuf = InvalidBuffer;
 	bool		more = false;
 
 	if (!(old->flags & VEC_NODE_DELETED) || ItemPointerIsValid(&old->heaptid))
@@ -396,22 +410,13 @@ reuse_node(Relation index, const VecIndexInfo *info, VecNodeHeader *node, Size s
 	old = vec_page_node(index, page, blkno, offnum, info);
 	memcpy(old, node, size);
 	meta->ndeleted--;
-	if (new_entry)
-	{
-		meta->entry = *tid;
-		meta->entry_level = node->level;
-	}
 	for (OffsetNumber off = FirstOffsetNumber; off <= PageGetMaxOffsetNumber(page) && !more; off++)
 	{
 		VecNodeHeader *other = vec_page_node(index, page, blkno, off, info);
 
 		more = (other->flags & VEC_NODE_DELETED) && !ItemPointerIsValid(&other->heaptid);
 	}
-	if (entry != NULL)
-		entrybuf = mark_entry_merged(index, info, state, meta, entry);
-	GenericXLogFinish(state);
-	if (BufferIsValid(entrybuf))
-		UnlockReleaseBuffer(entrybuf);
+	finish_node_record(index, info, state, meta, tid, node->level, new_entry, entry);
 	UnlockReleaseBuffer(buf);
 	UnlockReleaseBuffer(metabuf);
 	if (!more)
@@ -823,3 +828,4 @@ vec_relink_node(Relation index, const VecIndexInfo *info, ItemPointer tid)
 	pfree(x);
 	pfree(node);
 }
+
