@@ -166,13 +166,21 @@ FROM generate_series(1, 1500) g});
 	$node->stop('immediate');
 	eval { $flush->finish; };
 	$node->start;
-	verified("cycle $cycle, after the crash");
+	# a crash between a node's record and its back links' leaves that node
+	# unreached until VACUUM relinks it (vec_vacuum.c, pass 5): verify
+	# passes, or names exactly that
+	my ($cret, $cout, $cerr) = $node->psql('postgres', "SELECT archer_vector_verify('items_v')");
+	ok($cret == 0 || $cerr =~ /live nodes that no search reaches/,
+		"cycle $cycle, after the crash: verify passes or finds only nodes the crash left unlinked")
+	  or diag($cerr);
+	note("cycle $cycle, after the crash: " . ($cret == 0 ? 'verify passed' : $cerr));
 	my ($r, $short) = recall();
 	note("cycle $cycle, after the crash: recall\@10 = $r (flush said: " . ($fout =~ s/\s+/ /gr) . ')');
 	cmp_ok($r, '>=', 0.95, "cycle $cycle, after the crash: recall@10 >= 0.95");
 	is($short, 10, "cycle $cycle, after the crash: every query returns 10 rows");
 	$node->safe_psql('postgres', "SELECT archer_flush('items_v')");
-	verified("cycle $cycle, after a new flush");
+	$node->safe_psql('postgres', 'VACUUM items');
+	verified("cycle $cycle, after a new flush and VACUUM");
 }
 
 # ---------------------------------------------------------------------------
