@@ -117,20 +117,71 @@ SELECT n_rows, same_order, used_index FROM knn_vs_seq(
     'SELECT v <=> ''[1,2,3,4]'' AS dist FROM vz ORDER BY v <=> ''[1,2,3,4]'' LIMIT 2000');
 SELECT archer_vector_verify('vz_cos') AS verified;
 
--- an index built without vectors holds no NULL rows (no dimension yet):
--- it falls back to leaving them out, and verify agrees
-CREATE TABLE vn_empty (id int, v avector(2));
-CREATE INDEX vn_empty_v ON vn_empty USING archer_vector (v);
-INSERT INTO vn_empty VALUES (1, NULL), (2, '[1,1]'), (3, NULL);
+-- an index built without vectors learns its dimension from its first
+-- vector; rows with a NULL vector that come before it are kept on pages of
+-- their own and answered like all others, before and after the dimension
+-- is known (issue #22: they were left out until REINDEX)
+CREATE TABLE vn_empty (id int, grp int, v avector(2));
+CREATE INDEX vn_empty_v ON vn_empty USING archer_vector (v, grp);
+-- enough rows for more than one page of them
+INSERT INTO vn_empty SELECT i, i % 3, NULL FROM generate_series(1, 600) i;
+CREATE FUNCTION vne_check(filter text)
+RETURNS TABLE (n_rows bigint, same_order boolean, same_ids boolean, used_index boolean)
+LANGUAGE plpgsql AS $$
+DECLARE
+    k record;
+    ids record;
+BEGIN
+    k := knn_vs_seq(format('SELECT v <-> ''[0.5,0.5]'' AS dist FROM vn_empty WHERE %s ORDER BY v <-> ''[0.5,0.5]'' LIMIT 1000', filter));
+    ids := index_vs_seq(format('SELECT id FROM vn_empty WHERE %s ORDER BY v <-> ''[0.5,0.5]'' LIMIT 1000', filter));
+    n_rows := k.n_rows;
+    same_order := k.same_order;
+    same_ids := ids.mismatches = 0;
+    used_index := k.used_index AND ids.used_index;
+    RETURN NEXT;
+END $$;
+SELECT 'no dimension' AS state, f, k.* FROM (VALUES ('true'), ('grp = 1')) f(f), LATERAL vne_check(f) k;
 SELECT archer_vector_verify('vn_empty_v') AS verified;
--- REINDEX takes them in
+DELETE FROM vn_empty WHERE id % 10 = 0;
+VACUUM vn_empty;
+SELECT 'no dimension, vacuumed' AS state, f, k.* FROM (VALUES ('true'), ('grp = 1')) f(f), LATERAL vne_check(f) k;
+SELECT archer_vector_verify('vn_empty_v') AS verified;
+-- the first vector sets the dimension; rows of both kinds follow
+INSERT INTO vn_empty SELECT i, i % 3,
+       CASE WHEN i % 2 = 0 THEN NULL ELSE ARRAY(SELECT random() + 0 * i FROM generate_series(1, 2))::avector END
+FROM generate_series(601, 700) i;
+SELECT 'dimension set' AS state, f, k.* FROM (VALUES ('true'), ('grp = 1')) f(f), LATERAL vne_check(f) k;
+SELECT archer_vector_verify('vn_empty_v') = (SELECT count(*) FROM vn_empty) AS verified;
+SET archer.vector_order = relaxed;
+SELECT 'relaxed' AS state, f, k.* FROM (VALUES ('true'), ('grp = 1')) f(f), LATERAL vne_check(f) k;
+RESET archer.vector_order;
+DELETE FROM vn_empty WHERE id % 7 = 0;
+VACUUM vn_empty;
+SELECT 'vacuumed' AS state, f, k.* FROM (VALUES ('true'), ('grp = 1')) f(f), LATERAL vne_check(f) k;
+SELECT archer_vector_verify('vn_empty_v') = (SELECT count(*) FROM vn_empty) AS verified;
+-- REINDEX gives the same answers
 REINDEX INDEX vn_empty_v;
-SELECT archer_vector_verify('vn_empty_v') AS verified;
-SET enable_seqscan = off;
-SELECT id FROM vn_empty ORDER BY v <-> '[0,0]' LIMIT 5;
-RESET enable_seqscan;
+SELECT 'reindexed' AS state, f, k.* FROM (VALUES ('true'), ('grp = 1')) f(f), LATERAL vne_check(f) k;
 
+-- built over rows whose vectors are all NULL, with an insert buffer: the
+-- same pages, and buffered inserts once the dimension is known
+CREATE TABLE vn_nullonly (id int, v real[]);
+INSERT INTO vn_nullonly SELECT i, NULL FROM generate_series(1, 30) i;
+CREATE INDEX vn_nullonly_v ON vn_nullonly USING archer_vector (v) WITH (insert_buffer = on);
+SET enable_seqscan = off;
+SELECT count(*) AS through_index FROM (SELECT id FROM vn_nullonly ORDER BY v <-> '{1,2,3}' LIMIT 100) s;
+RESET enable_seqscan;
+SELECT archer_vector_verify('vn_nullonly_v') AS verified;
+INSERT INTO vn_nullonly SELECT i, CASE WHEN i % 3 = 0 THEN NULL ELSE ARRAY[i, 1, 2]::real[] END
+FROM generate_series(31, 60) i;
+SELECT n_rows, same_order, used_index FROM knn_vs_seq(
+    'SELECT v <-> ''{40,1,2}'' AS dist FROM vn_nullonly ORDER BY v <-> ''{40,1,2}'' LIMIT 100');
+SELECT archer_vector_verify('vn_nullonly_v') = (SELECT count(*) FROM vn_nullonly) AS verified;
+SELECT archer_flush('vn_nullonly_v') >= 0 AS flushed;
+SELECT n_rows, same_order, used_index FROM knn_vs_seq(
+    'SELECT v <-> ''{40,1,2}'' AS dist FROM vn_nullonly ORDER BY v <-> ''{40,1,2}'' LIMIT 100');
+SELECT archer_vector_verify('vn_nullonly_v') = (SELECT count(*) FROM vn_nullonly) AS verified;
 
 DROP VIEW vn_cases;
-DROP FUNCTION vn_check(text, text, text, int), vnb_check(text);
-DROP TABLE vn, vn_only, vnb, vn_empty, vz;
+DROP FUNCTION vn_check(text, text, text, int), vnb_check(text), vne_check(text);
+DROP TABLE vn, vn_only, vnb, vn_empty, vn_nullonly, vz;

@@ -63,6 +63,13 @@
 #define ARCHER_PAGE_NODES		0x20	/* line pointers to vector graph nodes */
 #define ARCHER_PAGE_QUANTIZER	0x40	/* dense float array of the quantizer */
 #define ARCHER_PAGE_BUFFER		0x80	/* insert buffer entries, rightlink = next */
+/*
+ * Vector rows whose vector is NULL, kept before the index knew its
+ * dimension (vec.h).  No bit is free: this is the leaf bit, which no
+ * vector page has otherwise (with no right link and no high key, as
+ * archer_check_page requires of a leaf).
+ */
+#define ARCHER_PAGE_NULL_ROWS	ARCHER_PAGE_LEAF
 
 /*
  * Special space of every archer page.  The hikey (an exclusive upper bound

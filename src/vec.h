@@ -207,6 +207,20 @@
 #define VEC_NODE_IS_NULL_VECTOR(info, flags) \
 	((info)->null_vectors && ((flags) & VEC_NODE_NULL_VECTOR) == VEC_NODE_NULL_VECTOR)
 
+/*
+ * An index built on a table without vectors learns its dimension from its
+ * first vector (vec_insert.c), and a node's size depends on the dimension.
+ * Rows with a NULL vector that come before it go to pages of their own
+ * (ARCHER_PAGE_NULL_ROWS) as nodes sized for no dimension and no links
+ * (vec_null_rows_info): header and filter values only.  Those pages stay
+ * as they are once the dimension is known (later NULL rows get nodes), and
+ * their first block lies past room for the largest quantizer the index's
+ * options allow (vec_null_rows_first_block), since the quantizer takes the
+ * blocks after the meta page.  Walks over the rows (scans, VACUUM, verify)
+ * read them beside the node pages (vec_read_row_page, vec_page_row);
+ * nothing links to them and their deleted entries are not reused.
+ */
+
 /* integer filter columns after the vector column; strategies as btree's */
 #define VEC_MAX_FILTERS			4
 #define VEC_FILTER_STRATEGIES	5
@@ -257,9 +271,7 @@ typedef struct VecMetaPageData
 /*
  * Every row with a NULL vector has a node (VEC_NODE_NULL_VECTOR).  Builds
  * before them left it unset: such an index holds no row with a NULL vector,
- * and gets none (REINDEX to include them).  An index whose dimension is
- * not known yet (built without vectors) has nowhere to put such a row's
- * node (the quantizer pages go first): the first one clears the flag.
+ * and gets none (REINDEX to include them).
  */
 #define VEC_META_NULL_VECTORS	0x0002
 #define VEC_META_KNOWN_FLAGS	(VEC_META_QUANTIZER_CRC | VEC_META_NULL_VECTORS)
@@ -373,6 +385,13 @@ extern void vec_read_meta(Relation index, VecMetaPageData *meta);
 extern int	vec_quantizer_npages(int dim);
 extern void vec_set_quantizer_checksum(Page metapage, const float *min, const float *max, int dim);
 extern Buffer vec_read_node_page(Relation index, BlockNumber blkno);
+extern Buffer vec_read_row_page(Relation index, const VecIndexInfo *info, BlockNumber blkno);
+extern void vec_null_rows_info(const VecIndexInfo *info, VecIndexInfo *rows_info);
+extern BlockNumber vec_null_rows_first_block(const VecIndexInfo *info);
+extern const VecIndexInfo *vec_page_layout(Page page, const VecIndexInfo *info,
+										   const VecIndexInfo *rows_info);
+extern VecNodeHeader *vec_page_row(Relation index, Page page, BlockNumber blkno,
+								   OffsetNumber offnum, const VecIndexInfo *layout);
 extern VecNodeHeader *vec_page_node(Relation index, Page page, BlockNumber blkno,
 									OffsetNumber offnum, const VecIndexInfo *info);
 extern VecNodeHeader *vec_page_entry(Relation index, Page page, BlockNumber blkno,
@@ -467,6 +486,7 @@ extern void vec_node_clear_links(VecNodeHeader *node, const VecIndexInfo *info);
 extern LOCKMODE vec_insert_node(Relation index, const VecIndexInfo *info,
 								const VecNodeHeader *src, const float *x, ItemPointer entry,
 								LOCKMODE lockmode);
+extern void vec_place_null_row(Relation index, const VecIndexInfo *info, VecNodeHeader *node);
 extern void vec_relink_node(Relation index, const VecIndexInfo *info, ItemPointer tid);
 
 /* vec_insert.c */

@@ -955,9 +955,6 @@ vec_build(Relation heap, Relation index, IndexInfo *indexInfo)
 
 		LockBuffer(metabuf, BUFFER_LOCK_EXCLUSIVE);
 		vec_init_meta_page(BufferGetPage(metabuf), build.info, quantizer_pages);
-		/* no dimension, no place for their nodes: the index goes without them (vec.h) */
-		if (build.nrows == 0 && build.nnulls > 0)
-			VecPageGetMeta(BufferGetPage(metabuf))->meta_flags &= ~VEC_META_NULL_VECTORS;
 		if (quantizer_pages > 0)
 			vec_set_quantizer_checksum(BufferGetPage(metabuf), build.min, build.max,
 									   build.info->dim);
@@ -967,8 +964,9 @@ vec_build(Relation heap, Relation index, IndexInfo *indexInfo)
 
 	pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE, VEC_PHASE_GRAPH);
 	pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_TOTAL, (int64) build.nrows);
-	build.in_memory = graph_memory(build.info, build.nrows + build.nnulls) <=
-		(double) maintenance_work_mem * 1024;
+	/* rows with NULL vectors alone have no dimension: they go in row by row (vec.h) */
+	build.in_memory = build.nrows > 0 &&
+		graph_memory(build.info, build.nrows + build.nnulls) <= (double) maintenance_work_mem * 1024;
 	if (build.nrows > 0 && !build.in_memory)
 		ereport(NOTICE,
 				(errmsg("archer_vector graph does not fit in maintenance_work_mem"),
@@ -996,9 +994,9 @@ vec_build(Relation heap, Relation index, IndexInfo *indexInfo)
 	 * inserts' records would change pages that recovery and standbys do
 	 * not have (full page images hide that only with full_page_writes on).
 	 */
-	if (!build.in_memory && build.nrows > 0)
+	if (!build.in_memory && build.nrows + build.nnulls > 0)
 		archer_log_all_pages(index);
-	if (build.nrows > 0)
+	if (build.nrows + build.nnulls > 0)
 		table_index_build_scan(heap, index, indexInfo, true, true, graph_callback, &build, NULL);
 	if (build.in_memory && build.entry >= 0 && build.info->filter_m > 0)
 		build_filter_lists(&build);
@@ -1028,7 +1026,7 @@ vec_build(Relation heap, Relation index, IndexInfo *indexInfo)
 	}
 
 	pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE, VEC_PHASE_WAL);
-	if (build.in_memory || build.nrows == 0)
+	if (build.in_memory || build.nrows + build.nnulls == 0)
 		archer_log_all_pages(index);
 	/* groups of equal vectors may link only among themselves: link them in */
 	if (build.nrows > 0)

@@ -272,12 +272,34 @@ finish_node_record(Relation index, const VecIndexInfo *info, GenericXLogState *s
 }
 
 /*
+ * A new page for place_node: at the end of the index, and for NULL vector
+ * rows no lower than their first block (the blocks skipped stay all zeros,
+ * for the quantizer: vec.h)
+ */
+static Buffer
+new_row_page(Relation index, const VecIndexInfo *info, uint8 page_kind)
+{
+	BlockNumber first = page_kind == ARCHER_PAGE_NULL_ROWS ?
+		vec_null_rows_first_block(info) : ARCHER_META_BLKNO + 1;
+	Buffer		buf = archer_new_buffer(index);
+
+	while (BufferGetBlockNumber(buf) < first)
+	{
+		UnlockReleaseBuffer(buf);
+		buf = archer_new_buffer(index);
+	}
+	return buf;
+}
+
+/*
  * Place the node tuple on the insert page or a new one and update the meta
- * page, in one WAL record; returns the node's TID.
+ * page, in one WAL record; returns the node's TID.  page_kind is
+ * ARCHER_PAGE_NODES, or ARCHER_PAGE_NULL_ROWS for a NULL vector row that
+ * comes before the dimension (vec.h).
  */
 static ItemPointerData
 place_node(Relation index, const VecIndexInfo *info, VecNodeHeader *node, Size size,
-		   bool new_entry, ItemPointer entry)
+		   uint8 page_kind, bool new_entry, ItemPointer entry)
 {
 	Buffer		metabuf = archer_read_page(index, ARCHER_META_BLKNO, BUFFER_LOCK_EXCLUSIVE,
 										   ARCHER_VEC_PAGE_ID);
@@ -296,8 +318,8 @@ place_node(Relation index, const VecIndexInfo *info, VecNodeHeader *node, Size s
 		buf = archer_read_page(index, meta->insert_page, BUFFER_LOCK_EXCLUSIVE,
 							   ARCHER_VEC_PAGE_ID);
 		/* a buffer page there could be the merged entry's, locked below */
-		if (!(ArcherPageGetOpaque(BufferGetPage(buf))->flags & ARCHER_PAGE_NODES))
-			archer_corrupted(index, ARCHER_META_BLKNO, "The meta page's insert page is not a node page.");
+		if (!(ArcherPageGetOpaque(BufferGetPage(buf))->flags & page_kind))
+			archer_corrupted(index, ARCHER_META_BLKNO, "The meta page's insert page is not a page of its kind.");
 		if (PageGetFreeSpace(BufferGetPage(buf)) < MAXALIGN(size))
 		{
 			UnlockReleaseBuffer(buf);
@@ -306,7 +328,7 @@ place_node(Relation index, const VecIndexInfo *info, VecNodeHeader *node, Size s
 	}
 	if (!BufferIsValid(buf))
 	{
-		buf = archer_new_buffer(index);
+		buf = new_row_page(index, info, page_kind);
 		fresh = true;
 	}
 
@@ -314,7 +336,7 @@ place_node(Relation index, const VecIndexInfo *info, VecNodeHeader *node, Size s
 	metapage = GenericXLogRegisterBuffer(state, metabuf, 0);
 	page = GenericXLogRegisterBuffer(state, buf, fresh ? GENERIC_XLOG_FULL_IMAGE : 0);
 	if (fresh)
-		archer_page_init(page, ARCHER_VEC_PAGE_ID, ARCHER_PAGE_NODES, 0);
+		archer_page_init(page, ARCHER_VEC_PAGE_ID, page_kind, 0);
 	offnum = PageAddItem(page, (Item) node, size, InvalidOffsetNumber, false, false);
 	if (offnum == InvalidOffsetNumber)
 		archer_corrupted(index, BufferGetBlockNumber(buf),
@@ -727,7 +749,7 @@ vec_insert_node(Relation index, const VecIndexInfo *info, const VecNodeHeader *s
 
 	if (null_vector)
 	{
-		(void) place_node(index, info, node, size, false, entry);
+		(void) place_node(index, info, node, size, ARCHER_PAGE_NODES, false, entry);
 		return lockmode;
 	}
 	vec_read_meta(index, &meta);
@@ -769,7 +791,7 @@ vec_insert_node(Relation index, const VecIndexInfo *info, const VecNodeHeader *s
 
 	/* a node another insert took meanwhile leaves this one a new node of its level */
 	if (!reuse || !reuse_node(index, info, node, size, &tid, new_entry, entry))
-		tid = place_node(index, info, node, size, new_entry, entry);
+		tid = place_node(index, info, node, size, ARCHER_PAGE_NODES, new_entry, entry);
 	add_back_links(index, info, links, nlinks, &tid, vec_node_code(node), node->flags);
 	return lockmode;
 }
@@ -829,3 +851,17 @@ vec_relink_node(Relation index, const VecIndexInfo *info, ItemPointer tid)
 	pfree(node);
 }
 
+/*
+ * Keep the row of a NULL vector that comes before the index knows its
+ * dimension (vec.h): node is sized by vec_null_rows_info.  The caller holds
+ * VEC_INSERT_LOCK in ExclusiveLock, or builds the index.
+ */
+void
+vec_place_null_row(Relation index, const VecIndexInfo *info, VecNodeHeader *node)
+{
+	VecIndexInfo rows_info;
+
+	vec_null_rows_info(info, &rows_info);
+	(void) place_node(index, info, node, vec_node_size(&rows_info, 0), ARCHER_PAGE_NULL_ROWS,
+					  false, NULL);
+}

@@ -11,8 +11,9 @@
  * merge runs); otherwise the node goes into the graph (vec_graph.c) under
  * VEC_INSERT_LOCK in ShareLock, shared with other inserts (vec_graph.c
  * says what that allows).  The first insert into an index built without
- * rows takes the lock in ExclusiveLock and sets the index up: dimension
- * and quantizer from its row.
+ * vectors takes the lock in ExclusiveLock and sets the index up: dimension
+ * and quantizer from its row; rows with a NULL vector that come before
+ * it go to pages of their own (vec.h).
  *
  *-------------------------------------------------------------------------
  */
@@ -81,6 +82,8 @@ initialize_empty_index(Relation index, const float *x, int dim)
 	meta = VecPageGetMeta(metapage);
 	meta->dim = dim;
 	meta->quantizer_pages = npages;
+	/* nodes go to node pages: the insert page may be one of NULL vector rows */
+	meta->insert_page = InvalidBlockNumber;
 	vec_set_quantizer_checksum(metapage, min, max, dim);
 	GenericXLogFinish(state);
 	UnlockReleaseBuffer(metabuf);
@@ -123,25 +126,17 @@ new_null_node(const VecIndexInfo *info, const Datum *values, const bool *isnull,
 }
 
 /*
- * An index whose dimension is not known yet has nowhere to put the node of
- * a row whose vector is NULL: it stops holding such rows (vec.h).  The
- * caller holds VEC_INSERT_LOCK.
+ * Keep a row whose vector is NULL in an index whose dimension is not known
+ * yet (vec.h).  The caller holds VEC_INSERT_LOCK in ExclusiveLock.
  */
 static void
-forget_null_vectors(Relation index)
+insert_dimensionless_null(Relation index, const VecIndexInfo *info, const Datum *values,
+						  const bool *isnull, ItemPointer heaptid)
 {
-	Buffer		metabuf = archer_read_page(index, ARCHER_META_BLKNO, BUFFER_LOCK_EXCLUSIVE,
-										   ARCHER_VEC_PAGE_ID);
+	VecIndexInfo rows_info;
 
-	if (VecPageGetMeta(BufferGetPage(metabuf))->meta_flags & VEC_META_NULL_VECTORS)
-	{
-		GenericXLogState *state = GenericXLogStart(index);
-		VecMetaPageData *meta = VecPageGetMeta(GenericXLogRegisterBuffer(state, metabuf, 0));
-
-		meta->meta_flags &= ~VEC_META_NULL_VECTORS;
-		GenericXLogFinish(state);
-	}
-	UnlockReleaseBuffer(metabuf);
+	vec_null_rows_info(info, &rows_info);
+	vec_place_null_row(index, info, new_null_node(&rows_info, values, isnull, heaptid));
 }
 
 bool
@@ -206,7 +201,7 @@ vec_insert(Relation index, Datum *values, bool *isnull, ItemPointer ht_ctid,
 				info = vec_index_info(index);
 			}
 			else
-				forget_null_vectors(index);
+				insert_dimensionless_null(index, info, values, isnull, ht_ctid);
 		}
 		if (info->dim > 0)
 			lockmode = vec_insert_node(index, info,

@@ -96,6 +96,7 @@ typedef struct VecScanOpaqueData
 {
 	MemoryContext scancxt;		/* reset at every rescan */
 	const VecIndexInfo *info;
+	VecIndexInfo rows_info;		/* layout of pages of NULL vector rows (vec.h) */
 	VecQuery	query;
 	bool		started;
 	bool		done;
@@ -281,14 +282,17 @@ in_list_graph(VecScanOpaque so, uint8 flags, const int64 *values)
 		vec_filters_match(&so->keys[so->list_key], 1, flags, values);
 }
 
-/* filters_match for a node on a locked page */
+/*
+ * filters_match for a node on a locked page, laid out by layout (so->info,
+ * or on a page of NULL vector rows so->rows_info)
+ */
 static bool
-node_matches(VecScanOpaque so, const VecNodeHeader *node)
+node_matches(VecScanOpaque so, const VecIndexInfo *layout, const VecNodeHeader *node)
 {
 	int64		values[VEC_MAX_FILTERS];
 
-	for (int i = 0; i < so->info->nfilters; i++)
-		(void) vec_node_filter(node, so->info, i, &values[i]);
+	for (int i = 0; i < layout->nfilters; i++)
+		(void) vec_node_filter(node, layout, i, &values[i]);
 	return filters_match(so, node->flags, values);
 }
 
@@ -303,6 +307,7 @@ vec_rescan(IndexScanDesc scan, ScanKey keys, int nkeys, ScanKey orderbys, int no
 		memmove(scan->keyData, keys, scan->numberOfKeys * sizeof(ScanKeyData));
 	MemoryContextReset(so->scancxt);
 	so->info = vec_index_info(scan->indexRelation);
+	vec_null_rows_info(so->info, &so->rows_info);
 	prepare_filter_keys(scan);
 	so->started = false;
 	so->done = false;
@@ -381,7 +386,7 @@ buffer_entry_found(const VecNodeHeader *entry, void *arg)
 {
 	VecScanOpaque so = (VecScanOpaque) arg;
 
-	if (!node_matches(so, entry) || !vec_visited_add(&so->buffered, (ItemPointer) &entry->heaptid))
+	if (!node_matches(so, so->info, entry) || !vec_visited_add(&so->buffered, (ItemPointer) &entry->heaptid))
 		return;
 	so->nbuffered++;
 	if (so->null_query)
@@ -462,15 +467,16 @@ start_search(IndexScanDesc scan)
 	so->started = true;
 	vec_read_meta(index, &meta);
 	so->sweep_at = Max(meta.nnodes / VEC_SWEEP_FRACTION, 1);
-	if (so->info->dim == 0 || so->unsatisfiable)
+	if (so->unsatisfiable)
 	{
 		so->done = true;
 		MemoryContextSwitchTo(oldcxt);
 		return;
 	}
 	so->null_vectors = so->info->null_vectors;
-	/* no graph and no buffer: at most rows whose vector is NULL */
-	if (!ItemPointerIsValid(&meta.entry) && !BlockNumberIsValid(meta.buffer.head))
+	/* no dimension, or no graph and no buffer: at most rows whose vector is NULL */
+	if (so->info->dim == 0 ||
+		(!ItemPointerIsValid(&meta.entry) && !BlockNumberIsValid(meta.buffer.head)))
 	{
 		so->done = true;
 		MemoryContextSwitchTo(oldcxt);
@@ -825,16 +831,18 @@ sweep_unvisited(IndexScanDesc scan, bool nulls_only)
 	so->swept |= !nulls_only;
 	for (BlockNumber blkno = ARCHER_META_BLKNO + 1; blkno < nblocks; blkno++)
 	{
-		Buffer		buf = vec_read_node_page(index, blkno);
+		Buffer		buf = vec_read_row_page(index, so->info, blkno);
 		Page		page;
+		const VecIndexInfo *layout;
 
 		CHECK_FOR_INTERRUPTS();
 		if (!BufferIsValid(buf))
 			continue;
 		page = BufferGetPage(buf);
+		layout = vec_page_layout(page, so->info, &so->rows_info);
 		for (OffsetNumber off = FirstOffsetNumber; off <= PageGetMaxOffsetNumber(page); off++)
 		{
-			VecNodeHeader *node = vec_page_node(index, page, blkno, off, so->info);
+			VecNodeHeader *node = vec_page_row(index, page, blkno, off, layout);
 			ItemPointerData tid;
 
 			ItemPointerSet(&tid, blkno, off);
@@ -842,13 +850,13 @@ sweep_unvisited(IndexScanDesc scan, bool nulls_only)
 				continue;
 			if (VEC_NODE_IS_NULL_VECTOR(so->info, node->flags))
 			{
-				if (so->null_vectors && !so->nulls_collected && node_matches(so, node) &&
+				if (so->null_vectors && !so->nulls_collected && node_matches(so, layout, node) &&
 					!in_buffer(so, node))
 					add_null_row(so, &node->heaptid);
 				continue;
 			}
 			if (nulls_only || !vec_visited_add(&so->visited, &tid) ||
-				!node_matches(so, node) || in_buffer(so, node))
+				!node_matches(so, layout, node) || in_buffer(so, node))
 				continue;
 			add_found(so, vec_query_distance(&so->query, vec_node_code(node), node->flags), node);
 		}
@@ -962,10 +970,11 @@ next_any_node(IndexScanDesc scan, ItemPointer heaptid)
 	{
 		Buffer		buf;
 		Page		page;
+		const VecIndexInfo *layout;
 
 		/* a filter may reject the rows of every page */
 		CHECK_FOR_INTERRUPTS();
-		buf = vec_read_node_page(index, so->walk_blkno);
+		buf = vec_read_row_page(index, so->info, so->walk_blkno);
 
 		if (!BufferIsValid(buf))
 		{
@@ -973,6 +982,7 @@ next_any_node(IndexScanDesc scan, ItemPointer heaptid)
 			continue;
 		}
 		page = BufferGetPage(buf);
+		layout = vec_page_layout(page, so->info, &so->rows_info);
 		while (so->walk_offnum <= PageGetMaxOffsetNumber(page))
 		{
 			ItemId		itemid = PageGetItemId(page, so->walk_offnum++);
@@ -980,8 +990,9 @@ next_any_node(IndexScanDesc scan, ItemPointer heaptid)
 
 			if (!ItemIdIsNormal(itemid))
 				continue;
-			node = vec_page_node(index, page, so->walk_blkno, so->walk_offnum - 1, so->info);
-			if ((node->flags & VEC_NODE_DELETED) || !node_matches(so, node) || in_buffer(so, node))
+			node = vec_page_row(index, page, so->walk_blkno, so->walk_offnum - 1, layout);
+			if ((node->flags & VEC_NODE_DELETED) || !node_matches(so, layout, node) ||
+				in_buffer(so, node))
 				continue;
 			*heaptid = node->heaptid;
 			UnlockReleaseBuffer(buf);

@@ -913,6 +913,47 @@ vec_read_node_page(Relation index, BlockNumber blkno)
 	return buf;
 }
 
+/*
+ * Block blkno share-locked if it holds rows: a node page or a page of NULL
+ * vector rows (vec.h); else InvalidBuffer.  A walker whose info has no
+ * dimension passes over node pages: they appeared after it read the meta
+ * page (the first vector sets the dimension, under VEC_INSERT_LOCK), so
+ * their rows are newer than its snapshot, and their nodes are sized for a
+ * dimension its info does not have.
+ */
+Buffer
+vec_read_row_page(Relation index, const VecIndexInfo *info, BlockNumber blkno)
+{
+	Buffer		buf = archer_read_page_if_used(index, blkno, BUFFER_LOCK_SHARE, ARCHER_VEC_PAGE_ID);
+	uint8		wanted = info->dim > 0 ? (ARCHER_PAGE_NODES | ARCHER_PAGE_NULL_ROWS) :
+		ARCHER_PAGE_NULL_ROWS;
+
+	if (BufferIsValid(buf) && !(ArcherPageGetOpaque(BufferGetPage(buf))->flags & wanted))
+	{
+		UnlockReleaseBuffer(buf);
+		return InvalidBuffer;
+	}
+	return buf;
+}
+
+/* The layout of the entries of NULL vector row pages: no code, no links (vec.h) */
+void
+vec_null_rows_info(const VecIndexInfo *info, VecIndexInfo *rows_info)
+{
+	*rows_info = *info;
+	rows_info->dim = 0;
+	rows_info->m = 0;
+	rows_info->filter_m = 0;
+}
+
+/* The first block of NULL vector rows: past the largest quantizer (vec.h) */
+BlockNumber
+vec_null_rows_first_block(const VecIndexInfo *info)
+{
+	return ARCHER_META_BLKNO + 1 +
+		vec_quantizer_npages(vec_max_dim(info->m, info->nfilters, info->filter_m));
+}
+
 /* The tuple at (blkno, offnum) of a locked page of the given kind, validated */
 static VecNodeHeader *
 page_tuple(Relation index, Page page, BlockNumber blkno, OffsetNumber offnum,
@@ -925,7 +966,9 @@ page_tuple(Relation index, Page page, BlockNumber blkno, OffsetNumber offnum,
 		offnum < FirstOffsetNumber || offnum > PageGetMaxOffsetNumber(page))
 		archer_corrupted(index, blkno, page_flag == ARCHER_PAGE_NODES ?
 						 "A link points to a missing node." :
-						 "An insert buffer entry is missing.");
+						 page_flag == ARCHER_PAGE_BUFFER ?
+						 "An insert buffer entry is missing." :
+						 "A row without a vector is missing.");
 	itemid = PageGetItemId(page, offnum);
 	if (!ItemIdIsNormal(itemid))
 		archer_corrupted(index, blkno, "A link points to an unused line pointer.");
@@ -940,13 +983,16 @@ page_tuple(Relation index, Page page, BlockNumber blkno, OffsetNumber offnum,
 		archer_corrupted(index, blkno, "A line pointer points outside the page's tuple space.");
 	node = (VecNodeHeader *) PageGetItem(page, itemid);
 	if (node->level >= VEC_MAX_LAYERS ||
-		(page_flag == ARCHER_PAGE_BUFFER && node->level != 0) ||
+		(page_flag != ARCHER_PAGE_NODES && node->level != 0) ||
 		ItemIdGetLength(itemid) != vec_node_size(info, node->level))
 		archer_corrupted(index, blkno, "A node tuple has the wrong size.");
 	/* a lower bound from a negative or non-finite error would be no bound */
 	if (!(node->error >= 0 && node->error <= FLT_MAX) ||
 		!(node->norm >= 0 && node->norm <= FLT_MAX))
 		archer_corrupted(index, blkno, "A node tuple holds an impossible error or norm.");
+	if (page_flag == ARCHER_PAGE_NULL_ROWS &&
+		(node->flags & VEC_NODE_NULL_VECTOR) != VEC_NODE_NULL_VECTOR)
+		archer_corrupted(index, blkno, "A page of rows without a vector holds a row with one.");
 	return node;
 }
 
@@ -956,6 +1002,29 @@ vec_page_node(Relation index, Page page, BlockNumber blkno, OffsetNumber offnum,
 			  const VecIndexInfo *info)
 {
 	return page_tuple(index, page, blkno, offnum, info, ARCHER_PAGE_NODES);
+}
+
+/*
+ * The info the entries of a page vec_read_row_page returned are laid out
+ * by: info, or on a page of NULL vector rows rows_info (vec_null_rows_info)
+ */
+const VecIndexInfo *
+vec_page_layout(Page page, const VecIndexInfo *info, const VecIndexInfo *rows_info)
+{
+	return (ArcherPageGetOpaque(page)->flags & ARCHER_PAGE_NULL_ROWS) ? rows_info : info;
+}
+
+/*
+ * The row at (blkno, offnum) of a locked page vec_read_row_page returned,
+ * validated; layout from vec_page_layout
+ */
+VecNodeHeader *
+vec_page_row(Relation index, Page page, BlockNumber blkno, OffsetNumber offnum,
+			 const VecIndexInfo *layout)
+{
+	return page_tuple(index, page, blkno, offnum, layout,
+					  (ArcherPageGetOpaque(page)->flags & ARCHER_PAGE_NULL_ROWS) ?
+					  ARCHER_PAGE_NULL_ROWS : ARCHER_PAGE_NODES);
 }
 
 /* The insert buffer entry at (blkno, offnum) of a locked buffer page, validated */

@@ -25,6 +25,9 @@
  *	5. (vacuumcleanup, every VACUUM) relink the live nodes no search
  *	   reaches (vec_reach.c), which an insert or merge interrupted between
  *	   writing a node and writing its back links leaves behind.
+ * Pass 1 also marks the dead rows of pages of NULL vector rows (vec.h),
+ * which the other passes leave alone: nothing links to them, and they are
+ * not reused.
  * Nodes deleted by an earlier VACUUM count as deleted in pass 2 too, so
  * links a crash left pointing at them are repaired before they are reused.
  * Scans running meanwhile may still reach a deleted node through a link
@@ -62,12 +65,16 @@ mark_deleted(Relation index, const VecIndexInfo *info, IndexVacuumInfo *vinfo,
 {
 	BlockNumber nblocks = RelationGetNumberOfBlocks(index);
 	int64		ndeleted = 0;
+	VecIndexInfo rows_info;
 
+	vec_null_rows_info(info, &rows_info);
 	for (BlockNumber blkno = ARCHER_META_BLKNO + 1; blkno < nblocks; blkno++)
 	{
 		Buffer		buf;
 		Page		page;
 		GenericXLogState *state = NULL;
+		bool		null_rows;
+		const VecIndexInfo *layout;
 
 		vacuum_delay_point(false);
 		buf = ReadBufferExtended(index, MAIN_FORKNUM, blkno, RBM_NORMAL, vinfo->strategy);
@@ -79,20 +86,24 @@ mark_deleted(Relation index, const VecIndexInfo *info, IndexVacuumInfo *vinfo,
 			continue;
 		}
 		archer_check_page(index, page, blkno, ARCHER_VEC_PAGE_ID);
-		if (!(ArcherPageGetOpaque(page)->flags & ARCHER_PAGE_NODES))
+		if (!(ArcherPageGetOpaque(page)->flags & (ARCHER_PAGE_NODES | ARCHER_PAGE_NULL_ROWS)))
 		{
 			UnlockReleaseBuffer(buf);
 			continue;
 		}
+		null_rows = (ArcherPageGetOpaque(page)->flags & ARCHER_PAGE_NULL_ROWS) != 0;
+		layout = vec_page_layout(page, info, &rows_info);
 		for (OffsetNumber off = FirstOffsetNumber; off <= PageGetMaxOffsetNumber(page); off++)
 		{
-			VecNodeHeader *node = vec_page_node(index, page, blkno, off, info);
+			VecNodeHeader *node = vec_page_row(index, page, blkno, off, layout);
 			ItemPointerData tid;
 
 			ItemPointerSet(&tid, blkno, off);
+			/* a deleted NULL vector row is never reused: passes 2 to 4 skip it */
 			if (node->flags & VEC_NODE_DELETED)
 			{
-				(void) vec_visited_add(deleted, &tid);
+				if (!null_rows)
+					(void) vec_visited_add(deleted, &tid);
 				continue;
 			}
 			if (!callback(&node->heaptid, callback_state))
@@ -104,7 +115,7 @@ mark_deleted(Relation index, const VecIndexInfo *info, IndexVacuumInfo *vinfo,
 			{
 				state = GenericXLogStart(index);
 				page = GenericXLogRegisterBuffer(state, buf, 0);
-				node = vec_page_node(index, page, blkno, off, info);
+				node = vec_page_row(index, page, blkno, off, layout);
 			}
 			node->flags |= VEC_NODE_DELETED;
 			(void) vec_visited_add(deleted, &tid);
@@ -384,15 +395,15 @@ vec_bulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 		stats = palloc0(sizeof(IndexBulkDeleteResult));
 	LockPage(index, VEC_INSERT_LOCK, ExclusiveLock);
 	vinfo = vec_index_info(index);
+	/* without a dimension no buffer and no graph: only NULL vector rows (vec.h) */
 	if (vinfo->dim > 0)
-	{
 		(void) vec_buffer_merge(index, 0);
-		vec_visited_init(&deleted, 1024);
-		ndeleted = mark_deleted(index, vinfo, info, callback, callback_state, &deleted, &nlive);
-		if (deleted.count > 0)
-			repair_graph(index, vinfo, info, &deleted, ndeleted);
-		stats->tuples_removed += ndeleted;
-	}
+	vec_visited_init(&deleted, 1024);
+	ndeleted = mark_deleted(index, vinfo, info, callback, callback_state, &deleted, &nlive);
+	/* deleted NULL vector rows count in the meta page, but are not in deleted */
+	if (deleted.count > 0 || ndeleted > 0)
+		repair_graph(index, vinfo, info, &deleted, ndeleted);
+	stats->tuples_removed += ndeleted;
 	UnlockPage(index, VEC_INSERT_LOCK, ExclusiveLock);
 	stats->num_index_tuples = nlive;
 	stats->num_pages = RelationGetNumberOfBlocks(index);

@@ -93,6 +93,29 @@ collect_buffer_entries(VecVerifyState *state, Page page, BlockNumber blkno)
 	}
 }
 
+/* The live rows of a page of NULL vector rows (vec.h) count as live nodes */
+static void
+collect_null_rows(VecVerifyState *state, Page page, BlockNumber blkno)
+{
+	VecIndexInfo rows_info;
+
+	if (!state->info->null_vectors)
+		archer_corrupted(state->index, blkno, "An index that keeps no NULL vectors has a page of them.");
+	vec_null_rows_info(state->info, &rows_info);
+	for (OffsetNumber off = FirstOffsetNumber; off <= PageGetMaxOffsetNumber(page); off++)
+	{
+		VecNodeHeader *row = vec_page_row(state->index, page, blkno, off, &rows_info);
+
+		if (row->flags & VEC_NODE_DELETED)
+			continue;
+		if (!ItemPointerIsValid(&row->heaptid))
+			archer_corrupted(state->index, blkno, "A node holds an invalid heap pointer.");
+		add_row(state, row, blkno, off);
+		state->nlive++;
+		state->nnulls++;
+	}
+}
+
 /* Pass 1: page and node checks; collect live and deleted nodes, and buffered rows */
 static void
 collect_nodes(VecVerifyState *state, int quantizer_pages, uint8 *max_level)
@@ -123,6 +146,8 @@ collect_nodes(VecVerifyState *state, int quantizer_pages, uint8 *max_level)
 		}
 		else if (flags & ARCHER_PAGE_BUFFER)
 			collect_buffer_entries(state, page, blkno);
+		else if (flags & ARCHER_PAGE_NULL_ROWS)
+			collect_null_rows(state, page, blkno);
 		else if (flags & ARCHER_PAGE_DELETED)
 			;					/* a free page */
 		else if (!(flags & ARCHER_PAGE_NODES))
@@ -388,6 +413,8 @@ check_row_node(VecVerifyState *state, ItemPointer tid, ItemPointer where, Datum 
 			   bool *isnull)
 {
 	const VecIndexInfo *info = state->info;
+	VecIndexInfo rows_info;
+	const VecIndexInfo *layout = info;	/* of the node's page */
 	BlockNumber blkno = ItemPointerGetBlockNumber(where);
 	Buffer		buf = archer_read_page(state->index, blkno, BUFFER_LOCK_SHARE, ARCHER_VEC_PAGE_ID);
 	Page		page = BufferGetPage(buf);
@@ -400,10 +427,14 @@ check_row_node(VecVerifyState *state, ItemPointer tid, ItemPointer where, Datum 
 	if (ArcherPageGetOpaque(page)->flags & ARCHER_PAGE_BUFFER)
 		node = vec_page_entry(state->index, page, blkno, ItemPointerGetOffsetNumber(where), info);
 	else
-		node = vec_page_node(state->index, page, blkno, ItemPointerGetOffsetNumber(where), info);
+	{
+		vec_null_rows_info(info, &rows_info);
+		layout = vec_page_layout(page, info, &rows_info);
+		node = vec_page_row(state->index, page, blkno, ItemPointerGetOffsetNumber(where), layout);
+	}
 	if (isnull[0])
 		matches = VEC_NODE_IS_NULL_VECTOR(state->info, node->flags) &&
-			filters_describe_row(info, node, values, isnull);
+			filters_describe_row(layout, node, values, isnull);
 	else
 		matches = node_describes_row(info, node, x, values, isnull);
 	if (matches && !isnull[0] && info->metric == VEC_METRIC_COSINE && !(node->flags & VEC_NODE_ZERO))
@@ -480,35 +511,33 @@ archer_vector_verify(PG_FUNCTION_ARGS)
 	vec_read_meta(index, &meta);
 	state.index = index;
 	state.info = vec_index_info(index);
-	if (meta.dim > 0)
-	{
-		if (meta.dim > vec_max_dim(meta.m, state.info->nfilters, meta.filter_m) || meta.m < 2 || meta.metric < 1 ||
-			meta.metric > VEC_NSTRATEGIES)
-			archer_corrupted(index, ARCHER_META_BLKNO, "The meta page holds impossible options.");
-		vec_visited_init(&state.live, 1024);
-		vec_visited_init(&state.deleted, 64);
-		vec_visited_init(&state.nulls, 64);
-		state.rows = rows_map();
-		collect_nodes(&state, meta.quantizer_pages, &max_level);
-		check_links(&state, meta.quantizer_pages);
-		if (state.nlive > state.nnulls &&
-			(!vec_visited_contains(&state.live, &meta.entry) || meta.entry_level != max_level))
-			archer_corrupted(index, ARCHER_META_BLKNO, "The entry point is not a live node on the top layer.");
-		if (state.nlive > state.nnulls)
-			check_reachable(&state, meta.quantizer_pages);
-		archer_buffer_check_chain(index, ARCHER_VEC_PAGE_ID, &meta.buffer, NULL, NULL);
-		if (state.nbuffered != meta.buffer.entries)
-			archer_corrupted(index, ARCHER_META_BLKNO, "The meta page's count of insert buffer entries is wrong.");
+	/* without a dimension, an index holds at most NULL vector rows (vec.h) */
+	if (meta.dim > vec_max_dim(meta.m, state.info->nfilters, meta.filter_m) || meta.m < 2 ||
+		meta.metric < 1 || meta.metric > VEC_NSTRATEGIES)
+		archer_corrupted(index, ARCHER_META_BLKNO, "The meta page holds impossible options.");
+	vec_visited_init(&state.live, 1024);
+	vec_visited_init(&state.deleted, 64);
+	vec_visited_init(&state.nulls, 64);
+	state.rows = rows_map();
+	collect_nodes(&state, meta.quantizer_pages, &max_level);
+	check_links(&state, meta.quantizer_pages);
+	if (state.nlive > state.nnulls &&
+		(!vec_visited_contains(&state.live, &meta.entry) || meta.entry_level != max_level))
+		archer_corrupted(index, ARCHER_META_BLKNO, "The entry point is not a live node on the top layer.");
+	if (state.nlive > state.nnulls)
+		check_reachable(&state, meta.quantizer_pages);
+	archer_buffer_check_chain(index, ARCHER_VEC_PAGE_ID, &meta.buffer, NULL, NULL);
+	if (state.nbuffered != meta.buffer.entries)
+		archer_corrupted(index, ARCHER_META_BLKNO, "The meta page's count of insert buffer entries is wrong.");
 
-		indexInfo = BuildIndexInfo(index);
-		snapshot = RegisterSnapshot(GetTransactionSnapshot());
-		/* the index's expressions and predicate are the table owner's code */
-		archer_become_owner(heap, &saved);
-		table_index_build_scan(heap, index, indexInfo, true, false, verify_heap_callback, &state,
-							   table_beginscan_strat(heap, snapshot, 0, NULL, true, true));
-		archer_restore_user(&saved);
-		UnregisterSnapshot(snapshot);
-	}
+	indexInfo = BuildIndexInfo(index);
+	snapshot = RegisterSnapshot(GetTransactionSnapshot());
+	/* the index's expressions and predicate are the table owner's code */
+	archer_become_owner(heap, &saved);
+	table_index_build_scan(heap, index, indexInfo, true, false, verify_heap_callback, &state,
+						   table_beginscan_strat(heap, snapshot, 0, NULL, true, true));
+	archer_restore_user(&saved);
+	UnregisterSnapshot(snapshot);
 
 	index_close(index, lockmode);
 	table_close(heap, lockmode);
