@@ -11,7 +11,10 @@
  * on only the nearer half: the farther half waits for the next round, as
  * a wider search rarely finds a node nearer than that; unless the nearer
  * half holds nothing new).  When the executor asks for more (a WHERE clause
- * filtered rows out, or LIMIT is large) the next round doubles the width
+ * filtered rows out, or LIMIT is large) it first gets one row more: the
+ * found node of least bound outside the result set, which is usually all
+ * the executor wanted (to be sure of the last row it emits; see
+ * ready_next_found); when it asks for more, the next round doubles the width
  * and resumes the same search: candidates, visited set and found nodes
  * carry over, so no node is read twice.  A node found in a later round
  * whose bound is below the last one returned is "late": the executor may
@@ -148,6 +151,7 @@ typedef struct VecScanOpaqueData
 	 * upper layers, expanded there when the second round starts.
 	 */
 	int			rounds;			/* rounds run so far */
+	bool		extra_given;	/* the row past the first round's set is out (ready_next_found) */
 	VecCandidate *upper;
 	int			nupper;
 	int			maxupper;
@@ -323,6 +327,7 @@ vec_rescan(IndexScanDesc scan, ScanKey keys, int nkeys, ScanKey orderbys, int no
 	so->deferred = NULL;
 	so->ndeferred = so->maxdeferred = 0;
 	so->rounds = 0;
+	so->extra_given = false;
 	so->upper = NULL;
 	so->nupper = so->maxupper = 0;
 	so->entered = false;
@@ -890,6 +895,37 @@ budget_left(VecScanOpaque so)
 	return false;
 }
 
+/*
+ * One row past the first round's result set, before a second round.  A
+ * query with LIMIT k at ef_search k has its k rows after the first round,
+ * but the executor asks for one more row to be sure of the last: it emits
+ * a row once a later row's bound is at least its exact distance.  The found
+ * node of least bound that the round met but left out of its result set
+ * usually answers that without a wider search, which would otherwise make
+ * a narrow search cost more than the next wider one.  Only one: it raises
+ * the last bound, below which a later round's nodes are late, so a query
+ * that wants more rows than the first round's set (LIMIT above
+ * ef_search, or a filter the index cannot apply) loses few.
+ */
+static bool
+ready_next_found(VecScanOpaque so)
+{
+	int			next = -1;
+
+	if (so->rounds != 1 || so->extra_given)
+		return false;
+	for (int i = 0; i < so->nfound; i++)
+		if (!so->found[i].returned && (next < 0 || so->found[i].bound < so->found[next].bound))
+			next = i;
+	if (next < 0)
+		return false;
+	so->extra_given = true;
+	so->ready[0] = next;
+	so->nready = 1;
+	so->ready_pos = 0;
+	return true;
+}
+
 /* Prepare the next round; false when the index or the budget is exhausted */
 static bool
 next_round(IndexScanDesc scan)
@@ -1054,6 +1090,8 @@ vec_gettuple(IndexScanDesc scan, ScanDirection dir)
 			scan->xs_recheck = false;
 			return true;
 		}
+		if (!so->draining && ready_next_found(so))
+			continue;
 		if (!so->draining && next_round(scan))
 			run_round(scan);
 		else if (so->relaxed && !so->draining &&
