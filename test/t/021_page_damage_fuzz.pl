@@ -7,8 +7,11 @@
 # entries waiting and a free list of buffer pages (rows were buffered,
 # merged, and buffered again), so that every page type exists: meta,
 # internal, leaf, buffer and free buffer pages (geo); meta, quantizer,
-# node, buffer and free buffer pages (vector).  With the server stopped, a
-# copy of the database directory is kept.
+# node, buffer and free buffer pages (vector), and in every other vector
+# table pages of rows whose vector is NULL (the index was built empty and
+# took them before its first vector; the other tables hold such rows as
+# nodes).  With the server stopped, a copy of the database directory is
+# kept.
 #
 # Each batch restores that copy, damages one page of each index (a page
 # type, then a page of that type, then a kind of damage: flipped bytes,
@@ -19,7 +22,8 @@
 # address space limited (prlimit, inherited by every backend), and runs on
 # each index, every statement under statement_timeout = 5s: both verify
 # functions' own, queries of every kind (radius, polygon, kNN, index-only,
-# whole sphere; vector kNN with and without a filter), an insert, a
+# whole sphere; vector kNN with and without a filter, and a filter only
+# rows with a NULL vector meet, which a scan returns last), an insert, a
 # delete + VACUUM, a merge (archer_flush), and the queries again.
 #
 # Every outcome must be one of:
@@ -126,6 +130,14 @@ $node->safe_psql('postgres', $FZ_RUN);
 
 for my $i (1 .. $K)
 {
+	# 60 rows with a NULL vector (cat 9): after the build (nodes on node
+	# pages) in odd tables, before the first vector of an index built empty
+	# (pages of their own) in even ones
+	my $vectors = qq{INSERT INTO v_$i SELECT g, g % 5, ARRAY(SELECT (g % 4) * 0.5 + random() + 0 * d FROM generate_series(1, 8) d)::avector
+  FROM generate_series(1, 1200) g;};
+	my $nulls = qq{INSERT INTO v_$i SELECT g, 9, NULL FROM generate_series(3001, 3060) g;};
+	my $build = qq{CREATE INDEX v_${i}_idx ON v_$i USING archer_vector (e, cat) WITH (insert_buffer = on, m = 8);};
+	my $vector_start = $i % 2 ? "$vectors\n$build\n$nulls" : "$build\n$nulls\n$vectors";
 	$node->safe_psql(
 		'postgres', qq{
 SET archer.insert_buffer_max_entries = 1000000;
@@ -141,9 +153,7 @@ INSERT INTO g_$i SELECT g, point(random() * 360 - 180, degrees(asin(random() * 2
   FROM generate_series(3701, 4050) g;
 INSERT INTO g_$i VALUES (0, NULL);
 CREATE TABLE v_$i (id int, cat int, e avector(8));
-INSERT INTO v_$i SELECT g, g % 5, ARRAY(SELECT (g % 4) * 0.5 + random() + 0 * d FROM generate_series(1, 8) d)::avector
-  FROM generate_series(1, 1200) g;
-CREATE INDEX v_${i}_idx ON v_$i USING archer_vector (e, cat) WITH (insert_buffer = on, m = 8);
+$vector_start
 INSERT INTO v_$i SELECT g, g % 5, ARRAY(SELECT (g % 4) * 0.5 + random() + 0 * d FROM generate_series(1, 8) d)::avector
   FROM generate_series(1201, 1350) g;
 SELECT archer_flush('v_${i}_idx');
@@ -152,7 +162,9 @@ INSERT INTO v_$i SELECT g, g % 5, ARRAY(SELECT (g % 4) * 0.5 + random() + 0 * d 
 });
 }
 is($node->safe_psql('postgres', "SELECT archer_geo_verify('g_1_idx')"), '4051', 'geo index verifies before damage');
-is($node->safe_psql('postgres', "SELECT archer_vector_verify('v_1_idx')"), '1450', 'vector index verifies before damage');
+is($node->safe_psql('postgres', "SELECT archer_vector_verify('v_1_idx')"), '1510', 'vector index verifies before damage');
+is($node->safe_psql('postgres', "SELECT archer_vector_verify('v_2_idx')"), '1510',
+	'vector index with NULL vector rows before its dimension verifies before damage');
 
 my $dbdir = $node->data_dir . '/base/'
   . $node->safe_psql('postgres', "SELECT oid FROM pg_database WHERE datname = 'postgres'");
@@ -229,8 +241,9 @@ sub damage
 	my @kinds = qw(flip flip_header flip_special count link page_id);
 	push @kinds, qw(meta_value meta_value link) if $type eq 'meta';
 	push @kinds, qw(quantizer quantizer) if $type eq 'quantizer';
-	push @kinds, qw(tuple tuple lp link) if $type eq 'nodes' || ($type eq 'buffer' && $am eq 'v');
-	push @kinds, qw(entry_order entry_key) if $type eq 'leaf' || ($type eq 'buffer' && $am eq 'g');
+	# a vector page with the leaf bit holds rows whose vector is NULL (vec.h)
+	push @kinds, qw(tuple tuple lp link) if $type eq 'nodes' || ($am eq 'v' && ($type eq 'buffer' || $type eq 'leaf'));
+	push @kinds, qw(entry_order entry_key) if $am eq 'g' && ($type eq 'leaf' || $type eq 'buffer');
 	push @kinds, qw(child) if $type eq 'internal';
 	my $kind = pick(@kinds);
 
@@ -264,7 +277,7 @@ sub damage
 		my @fields = (8176);    # right link
 		push @fields, ($am eq 'g' ? (104, 40, 44, 48, 40, 44, 48) : (40, 44, 48, 120, 120)) if $type eq 'meta';
 		my $off = pick(@fields);
-		if ($type eq 'nodes' || ($type eq 'buffer' && $am eq 'v'))
+		if ($type eq 'nodes' || ($am eq 'v' && ($type eq 'buffer' || $type eq 'leaf')))
 		{
 			my @t = map { [ $_->[1], $_->[2] ] } normal_items($page);
 			if (@t)
@@ -552,6 +565,8 @@ my @VEC_QUERIES = (
 	[ knn => "SELECT id, cat, e <-> $VQ FROM TBL ORDER BY e <-> $VQ LIMIT 10", 10, undef ],
 	[ filtered => "SELECT id, cat, e <-> $VQ FROM TBL WHERE cat = 3 ORDER BY e <-> $VQ LIMIT 5", 5, 3 ],
 	[ nearest => "SELECT id, cat, e <-> $VQ FROM TBL ORDER BY e <-> $VQ LIMIT 1", 1, undef ],
+	# only rows with a NULL vector have cat 9: the scan returns them last
+	[ nulls => "SELECT id, cat, e <-> $VQ FROM TBL WHERE cat = 9 ORDER BY e <-> $VQ LIMIT 3", 3, 9 ],
 );
 my @VEC_CHANGES = (
 	[ insert => "INSERT INTO TBL SELECT g, g % 5, ARRAY(SELECT (g % 4) * 0.5 + ((g * d) % 10) / 10.0 FROM generate_series(1, 8) d)::avector FROM generate_series(2001, 2030) g" ],
@@ -608,14 +623,17 @@ sub run_case
 				next;
 			}
 			my ($k, $cat) = @$q[ 2, 3 ];
-			my @rows = map { [ split /,/, substr($_, 1, -1) ] } grep { length } split /;/, $rows;
+			# a NULL distance is an empty field, after every distance
+			my @rows = map { [ split /,/, substr($_, 1, -1), -1 ] } grep { length } split /;/, $rows;
 			my %seen;
 			my $why = @rows == $k ? undef : 'returned ' . scalar(@rows) . " rows, not $k";
 			for my $i (0 .. $#rows)
 			{
 				$why //= "row $rows[$i][0] twice" if $seen{ $rows[$i][0] }++;
 				$why //= "row $rows[$i][0] fails the filter" if defined $cat && $rows[$i][1] != $cat;
-				$why //= 'rows out of distance order' if $i > 0 && $rows[$i][2] < $rows[ $i - 1 ][2];
+				$why //= 'rows out of distance order'
+				  if $i > 0 && length($rows[$i][2])
+				  && (!length($rows[ $i - 1 ][2]) || $rows[$i][2] < $rows[ $i - 1 ][2]);
 			}
 			wrong($case, $name, $why) if defined $why;
 		}
