@@ -5,9 +5,10 @@
  *
  * The scan descends greedily through the upper layers, then runs HNSW's
  * best-first search on layer 0 in rounds.  Round r keeps the
- * ef_search * 2^r nearest nodes found so far as its result set and expands
- * candidates until none can improve it; its result set is then returned
- * ordered by the lower bound of the exact distance (from the second round
+ * ef_search * 2^r found nodes of least upper bound of the exact distance
+ * as its result set (result_set_key) and expands candidates until none can
+ * improve it; every found node within the set's largest upper bound is then
+ * returned, ordered by the lower bound of the exact distance (from the second round
  * on only the nearer half: the farther half waits for the next round, as
  * a wider search rarely finds a node nearer than that; unless the nearer
  * half holds nothing new).  When the executor asks for more (a WHERE clause
@@ -532,8 +533,31 @@ found_bound_cmp(const void *a, const void *b, void *arg)
 }
 
 /*
- * The distance of the width-th nearest found node, or FLT_MAX while fewer
- * are found: candidates farther than that cannot improve the result set.
+ * What ranks a found node in the result set: the upper bound of its exact
+ * distance.  The result set holds the width found nodes of least upper
+ * bound, so that it covers every node that may be among the width nearest
+ * by exact distance; a candidate whose code distance lies beyond the
+ * result set's largest upper bound is not expanded.  Ranked by code distance
+ * instead, a set of lossy codes (float components) held too few rows to
+ * let the executor emit LIMIT ef_search of them (it needs a later row's
+ * bound above each row's exact distance), and every query went on to a
+ * second, twice as wide round: a narrow search cost more than a wide one.
+ * vec_lower_bound's margins are symmetric about the code distance, so the
+ * upper bound is the code distance plus the same margin; where that is not
+ * finite (an inner product clamped for a huge query) the code distance
+ * ranks the node.
+ */
+static float
+result_set_key(const VecFound *found)
+{
+	double		upper = 2.0 * found->distance - found->bound;
+
+	return upper < FLT_MAX ? (float) upper : found->distance;
+}
+
+/*
+ * The largest key (result_set_key) of the result set once it holds width
+ * nodes, or FLT_MAX before: candidates farther than that cannot improve it.
  */
 static float
 result_set_limit(VecScanOpaque so, VecHeap *best)
@@ -676,6 +700,7 @@ follow_links(IndexScanDesc scan, const VecCandidate *current, int list, VecHeap 
 			in_buffer(so, &headers[i]))
 			continue;
 		add_found(so, next.distance, &headers[i]);
+		next.distance = result_set_key(&so->found[so->nfound - 1]);
 		if (next.distance < result_set_limit(so, best))
 		{
 			vec_heap_push(best, &next);
@@ -738,7 +763,7 @@ run_round(IndexScanDesc scan)
 		if (so->found[i].buffered)
 			continue;
 
-		c.distance = so->found[i].distance;
+		c.distance = result_set_key(&so->found[i]);
 		ItemPointerSet(&c.tid, 0, 1);
 		vec_heap_push(&best, &c);
 		if (best.count > so->width)
