@@ -64,6 +64,11 @@
  * searches of inserts and VACUUM for a node's neighbours (a VecQuery with
  * node_space), are in that space.
  *
+ * Under cosine every distance, of a query or of a code, is half the
+ * squared L2 distance between the normalized vectors (the cosine distance
+ * of unit vectors), so that the code's error bounds it by the triangle
+ * inequality.
+ *
  * Scans return candidates ordered by a lower bound of their exact distance
  * (code distance minus the code's error); the executor recomputes the exact
  * distance from the heap row (xs_recheckorderby) and reorders, so rows come
@@ -369,6 +374,8 @@ extern void vec_encode(const VecIndexInfo *info, const float *x, uint8 *code,
 extern void vec_query_init(VecQuery *query, const VecIndexInfo *info, const float *q);
 extern void vec_node_query_init(VecQuery *query, const VecIndexInfo *info, const float *x);
 extern float vec_query_distance(const VecQuery *query, const uint8 *code, uint8 flags);
+extern double vec_upper_bound(const VecQuery *query, float code_distance,
+							   const VecNodeHeader *node);
 extern double vec_lower_bound(const VecQuery *query, float code_distance,
 							  const VecNodeHeader *node);
 extern float vec_code_distance(const VecIndexInfo *info, const uint8 *a, uint8 a_flags,

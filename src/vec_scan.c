@@ -90,6 +90,7 @@ typedef struct VecFound
 {
 	float		distance;		/* code distance */
 	double		bound;			/* lower bound of the exact distance */
+	double		upper;			/* upper bound of the exact distance (result_set_key) */
 	ItemPointerData heaptid;
 	bool		returned;		/* handed out, or skipped or held back as late */
 	bool		late;			/* relaxed: held back, found after a row with a higher bound */
@@ -360,6 +361,7 @@ add_found(VecScanOpaque so, float distance, const VecNodeHeader *header)
 	found = &so->found[so->nfound++];
 	found->distance = distance;
 	found->bound = vec_lower_bound(&so->query, distance, header);
+	found->upper = vec_upper_bound(&so->query, distance, header);
 	found->heaptid = header->heaptid;
 	found->returned = false;
 	found->late = false;
@@ -537,22 +539,19 @@ found_bound_cmp(const void *a, const void *b, void *arg)
  * distance.  The result set holds the width found nodes of least upper
  * bound, so that it covers every node that may be among the width nearest
  * by exact distance; a candidate whose code distance lies beyond the
- * result set's largest upper bound is not expanded.  Ranked by code distance
- * instead, a set of lossy codes (float components) held too few rows to
- * let the executor emit LIMIT ef_search of them (it needs a later row's
- * bound above each row's exact distance), and every query went on to a
- * second, twice as wide round: a narrow search cost more than a wide one.
- * vec_lower_bound's margins are symmetric about the code distance, so the
- * upper bound is the code distance plus the same margin; where that is not
- * finite (an inner product clamped for a huge query) the code distance
- * ranks the node.
+ * result set's largest upper bound is not expanded.  Ranked by code
+ * distance instead, a set of lossy codes (float components) held too few
+ * rows to let the executor emit LIMIT ef_search of them (it needs a later
+ * row's bound above each row's exact distance), and every query went on
+ * to a second, twice as wide round: a narrow search cost more than a wide
+ * one.  Where no upper bound is known, or it is beyond float's range (an
+ * inner product clamped for a huge query), the code distance ranks the
+ * node.
  */
 static float
 result_set_key(const VecFound *found)
 {
-	double		upper = 2.0 * found->distance - found->bound;
-
-	return upper < FLT_MAX ? (float) upper : found->distance;
+	return found->upper < FLT_MAX ? (float) found->upper : found->distance;
 }
 
 /*
@@ -566,8 +565,10 @@ result_set_limit(VecScanOpaque so, VecHeap *best)
 }
 
 /*
- * Ready to return: the found nodes within limit not returned yet, and
- * those beyond it whose bound is below one of theirs, ordered by bound.
+ * Ready to return: the found nodes whose code distance is within limit
+ * (the result set's largest upper bound, result_set_key) not returned
+ * yet, and those beyond it whose bound is below one of theirs, ordered by
+ * bound.
  * A node's bound can lie far below its code distance (a large error: a
  * wide code, a buffer entry unlike the build's rows); left for a later
  * round, such a node would be late.

@@ -767,7 +767,7 @@ query_distance_double(const VecQuery *query, const ArcherSQ8 *sq, const uint8 *c
 			}
 			return -ip;
 		default:
-			return query->zero ? 1.0 : 1.0 - ip;
+			return query->zero ? 1.0 : 0.5 * l2;
 	}
 }
 
@@ -799,7 +799,7 @@ vec_query_distance(const VecQuery *query, const uint8 *code, uint8 flags)
 				distance = -archer_sq8_query_ip(sq, code);
 			break;
 		case VEC_METRIC_COSINE:
-			distance = query->zero ? 1.0f : 1.0f - archer_sq8_query_ip(sq, code);
+			distance = query->zero ? 1.0f : 0.5f * Max(0.0f, archer_sq8_query_l2sq(sq, code));
 			break;
 	}
 	/* an overflow in float leaves an infinity or a NaN, never a finite value */
@@ -807,6 +807,58 @@ vec_query_distance(const VecQuery *query, const uint8 *code, uint8 flags)
 		return distance;
 	exact = query_distance_double(query, sq->sq, code);
 	return (float) Max(-FLT_MAX, Min(FLT_MAX, exact));
+}
+
+/*
+ * Bounds of the exact distance of a node's row from its code distance.
+ * Under L2 and cosine the code's error is a distance in the space the code
+ * lives in (cosine: unit vectors, where the cosine distance is half the
+ * squared L2 distance), so the triangle inequality bounds the exact L2
+ * distance within the code's L2 distance plus or minus the error; under
+ * inner product the error moves q.x by at most |q| times the error.  Both
+ * are widened by a margin for the rounding of float arithmetic.
+ */
+static bool
+distance_bounds(const VecQuery *query, float code_distance, const VecNodeHeader *node,
+				double *lower, double *upper)
+{
+	double		magnitude;
+
+	switch (query->info->metric)
+	{
+		case VEC_METRIC_L2:
+			*lower = code_distance - node->error;
+			*upper = code_distance + node->error;
+			magnitude = fabsf(code_distance) + node->error;
+			break;
+		case VEC_METRIC_IP:
+			if (code_distance <= -FLT_MAX)
+				return false;
+			*lower = code_distance - query->qnorm * node->error;
+			*upper = code_distance + query->qnorm * node->error;
+			magnitude = query->qnorm * (node->norm + node->error);
+			break;
+		default:
+			if (query->zero || (node->flags & VEC_NODE_ZERO))
+			{
+				*lower = *upper = 1.0;
+				magnitude = 1.0;
+			}
+			else
+			{
+				double		l2 = sqrt(2.0 * Max(code_distance, 0.0f));
+				double		near = Max(l2 - node->error, 0.0);
+				double		far = l2 + node->error;
+
+				*lower = 0.5 * near * near;
+				*upper = 0.5 * far * far;
+				magnitude = 1.0 + node->error;
+			}
+			break;
+	}
+	*lower -= magnitude * VEC_BOUND_REL_MARGIN + VEC_BOUND_ABS_MARGIN;
+	*upper += magnitude * VEC_BOUND_REL_MARGIN + VEC_BOUND_ABS_MARGIN;
+	return true;
 }
 
 /*
@@ -818,29 +870,23 @@ vec_query_distance(const VecQuery *query, const uint8 *code, uint8 flags)
 double
 vec_lower_bound(const VecQuery *query, float code_distance, const VecNodeHeader *node)
 {
-	double		slack;
-	double		magnitude;
+	double		lower;
+	double		upper;
 
-	switch (query->info->metric)
-	{
-		case VEC_METRIC_L2:
-			slack = node->error;
-			magnitude = fabsf(code_distance) + node->error;
-			break;
-		case VEC_METRIC_IP:
-			if (code_distance <= -FLT_MAX)
-				return -DBL_MAX;
-			slack = query->qnorm * node->error;
-			magnitude = query->qnorm * (node->norm + node->error);
-			break;
-		default:
-			if (query->zero || (node->flags & VEC_NODE_ZERO))
-				return 1.0 - VEC_BOUND_ABS_MARGIN;
-			slack = node->error;
-			magnitude = 1.0 + node->error;
-			break;
-	}
-	return code_distance - slack - magnitude * VEC_BOUND_REL_MARGIN - VEC_BOUND_ABS_MARGIN;
+	return distance_bounds(query, code_distance, node, &lower, &upper) ? lower : -DBL_MAX;
+}
+
+/*
+ * An upper bound of the exact distance of the node's row, or the code
+ * distance where none is known (a code distance clamped to -FLT_MAX)
+ */
+double
+vec_upper_bound(const VecQuery *query, float code_distance, const VecNodeHeader *node)
+{
+	double		lower;
+	double		upper;
+
+	return distance_bounds(query, code_distance, node, &lower, &upper) ? upper : code_distance;
 }
 
 /* Distance between the decoded vectors of codes of different quantizers */
@@ -864,7 +910,7 @@ mixed_code_distance(const VecIndexInfo *info, const uint8 *a, uint8 a_flags,
 		distance = sqrtf(archer_vec_l2_squared(xa, xb, info->dim) + gap * gap);
 	}
 	else
-		distance = 1.0f - archer_vec_inner_product(xa, xb, info->dim);
+		distance = 0.5f * archer_vec_l2_squared(xa, xb, info->dim);
 	pfree(xa);
 	pfree(xb);
 	return distance;
@@ -890,8 +936,7 @@ vec_code_distance(const VecIndexInfo *info, const uint8 *a, uint8 a_flags,
 				return sqrtf(Max(0.0f, archer_sq8_l2sq(sq, a, b) + gap * gap));
 			}
 		default:
-			return 1.0f - archer_sq8_ip(sq, a, archer_sq8_bias(sq, a),
-										b, archer_sq8_bias(sq, b));
+			return 0.5f * Max(0.0f, archer_sq8_l2sq(sq, a, b));
 	}
 }
 
