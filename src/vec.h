@@ -70,9 +70,10 @@
  * inequality.
  *
  * Scans return candidates ordered by a lower bound of their exact distance
- * (code distance minus the code's error); the executor recomputes the exact
- * distance from the heap row (xs_recheckorderby) and reorders, so rows come
- * back in exact order among the candidates found.
+ * (vec_lower_bound: from the code distance and the code's error); the
+ * executor recomputes the exact distance from the heap row
+ * (xs_recheckorderby) and reorders, so rows come back in exact order among
+ * the candidates found.
  *
  * Locking:
  *	- scans share-lock one node page at a time and copy what they need;
