@@ -101,13 +101,21 @@ for (const level of LEVELS) {
 	const b = bestAt(curveOf('fm', '<->', 'archer'), level);
 	H(`vector.qps_at_recall_${level}_vs_exact`, b && exact && b.m.qps / exact.m.qps, 'x', 'higher');
 }
-const ins = find('insert', 'archer_vector');
+// the median pass of an insert participant with that many sessions
+const insertMedian = (name, sessions) => {
+	const passes = by('insert').filter((r) => r.name === name && r.m.sessions === sessions)
+		.sort((a, b) => a.m.rows_per_s - b.m.rows_per_s);
+	return passes.length ? passes[(passes.length - 1) >> 1] : null;
+};
+const ins = insertMedian('archer_vector', 1), ins2 = insertMedian('archer_vector', 2);
+const insBuffered = insertMedian('buffered', 1), insNone = insertMedian('none', 1);
+const insPgv = insertMedian('pgvector_hnsw', 1), insPgv2 = insertMedian('pgvector_hnsw', 2);
 H('vector.insert.rows_per_s', ins && ins.m.rows_per_s, 'rows/s', 'higher');
-const insBuffered = find('insert', 'buffered');
 H('vector.insert_buffered.rows_per_s', insBuffered && insBuffered.m.rows_per_s, 'rows/s', 'higher');
-const insNone = find('insert', 'none');
 H('vector.insert_no_index.rows_per_s', insNone && insNone.m.rows_per_s, 'rows/s', 'higher', false);
 H('vector.insert.wal_bytes_per_row', ins && ins.m.wal_bytes_per_row, 'B', 'lower');
+H('vector.insert_2_sessions_vs_1', ins && ins2 && ins2.m.rows_per_s / ins.m.rows_per_s, 'x', 'higher');
+H('vector.insert.archer_vs_pgvector_hnsw', ins && insPgv && ins.m.rows_per_s / insPgv.m.rows_per_s, 'x', 'higher', false);
 H('vector.insert.recall_after', afterIns && afterIns.m.recall, '', 'higher');
 const idle = find('merge', 'idle'), during = find('merge', 'during');
 if (idle && during) H('vector.merge.during_vs_idle.qps', during.m.qps / idle.m.qps, 'x', 'higher');
@@ -212,19 +220,25 @@ for (const ds of ['fm', 'rot']) {
 }
 
 if (ins) {
-	line('## Inserts (archer)');
+	line('## Inserts');
 	line();
-	line(`${big(ins.m.rows)} rows of fm inserted into a table of ${big(Number(meta.rows) - ins.m.rows)} rows, in batches of ${big(ins.m.batch)} rows (INSERT ... SELECT, one COMMIT each, synchronous_commit=on). "buffered": the index WITH (insert_buffer = on), appends only (no merge during the run); the merge that follows is timed by archer_flush. Afterwards archer_vector_verify counts every row; recall@10 at ef_search 40 after the direct inserts: ${f(afterIns && afterIns.m.recall, 4)}. pgvector's inserts are not measured yet.`);
+	line(`${big(ins.m.rows)} rows of fm inserted into a table of ${big(Number(meta.rows) - ins.m.rows)} rows (a fresh copy per pass, with its primary key), in batches of ${big(ins.m.batch)} rows (INSERT ... SELECT, one durable COMMIT each), by one session, or by two at once taking alternate batches; timed from the first row until the index holds every row: "insert buffer" is archer_vector WITH (insert_buffer = on), its span ending with archer_flush, which merges the buffer; WAL bytes of the whole span. pgvector HNSW (m 16, ef_construction 64) inserts the same rows from a vector copy. The participants take turns pass by pass; median of ${big(Math.max(...by('insert').filter((r) => r.m.pass !== undefined).map((r) => r.m.pass)))} pass(es). archer_vector_verify counts every row after each archer pass; recall@10 at ef_search 40 after the direct inserts: ${f(afterIns && afterIns.m.recall, 4)}.`);
 	line();
-	const none = find('insert', 'none'), buffered = find('insert', 'buffered'), flush = find('insert', 'flush');
-	table(['index', 'rows/s', 'WAL bytes/row', 'vs direct'], [
-		['none', big(none && none.m.rows_per_s), big(none && none.m.wal_bytes_per_row), none ? f(none.m.rows_per_s / ins.m.rows_per_s, 1) + 'x' : '–'],
-		['archer_vector, direct', big(ins.m.rows_per_s), big(ins.m.wal_bytes_per_row), '1.0x'],
-		['archer_vector, insert buffer (appends)', big(buffered && buffered.m.rows_per_s), big(buffered && buffered.m.wal_bytes_per_row),
-			buffered ? f(buffered.m.rows_per_s / ins.m.rows_per_s, 1) + 'x' : '–'],
-	]);
-	if (flush)
-		line(`archer_flush then merged ${big(flush.m.entries)} entries in ${f(flush.m.seconds, 1)} s (${big(flush.m.entries_per_s)} entries/s).`);
+	const vsPgv = (r) => (r && insPgv ? f(r.m.rows_per_s / insPgv.m.rows_per_s, 2) + 'x' : '–');
+	const row = (label, r) => [label, big(r && r.m.rows_per_s), big(r && r.m.wal_bytes_per_row), vsPgv(r)];
+	const rowsOut = [
+		row('none', insNone),
+		row('archer_vector, direct', ins),
+		row('archer_vector, insert buffer (merge counted)', insBuffered),
+		row('archer_vector, direct, 2 sessions', ins2),
+	];
+	if (insPgv)
+		rowsOut.push(row('pgvector HNSW', insPgv), row('pgvector HNSW, 2 sessions', insPgv2));
+	table(['index', 'rows/s', 'WAL bytes/row', 'vs pgvector HNSW, 1 session'], rowsOut);
+	if (ins2)
+		line(`Two sessions against one: archer_vector ${f(ins2.m.rows_per_s / ins.m.rows_per_s, 2)}x${insPgv && insPgv2 ? `, pgvector HNSW ${f(insPgv2.m.rows_per_s / insPgv.m.rows_per_s, 2)}x` : ''}.`);
+	if (!insPgv)
+		line(`pgvector's inserts: ${avail ? avail.m.reason : 'not measured'}.`);
 	line();
 }
 if (idle && during) {

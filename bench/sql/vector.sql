@@ -144,44 +144,23 @@ BEGIN
 END $$;
 
 -- Merge an index's insert buffer, timed
-CREATE FUNCTION vbench_flush(p_index text) RETURNS jsonb LANGUAGE plpgsql AS $$
-DECLARE
-	t0 timestamptz := clock_timestamp();
-	merged bigint := archer_flush(p_index::regclass);
-	secs float8 := extract(epoch FROM clock_timestamp() - t0);
-	result jsonb := jsonb_build_object('entries', merged, 'seconds', secs,
-									   'entries_per_s', merged / greatest(secs, 1e-6));
-BEGIN
-	INSERT INTO vbench_result (phase, name, m) VALUES ('insert', 'flush', result);
-	RETURN result;
-END $$;
-
--- Insert the rows of fm_train with id > p_from into fm_ins in batches of
--- p_batch rows, one transaction each: rows/s and WAL bytes per row
-CREATE PROCEDURE vbench_insert(p_name text, p_from int, p_batch int)
+-- Insert the rows of p_src with id > p_from into p_table in batches of
+-- p_batch rows, one transaction each.  With p_parts sessions inserting at
+-- once, this one takes every p_parts-th batch, from batch p_part on.
+-- bench/vector times the sessions from outside (until the last is done).
+CREATE PROCEDURE vbench_insert(p_table text, p_src text, p_from int, p_batch int,
+							   p_part int, p_parts int)
 LANGUAGE plpgsql AS $$
 DECLARE
-	t0 timestamptz;
-	wal0 pg_lsn;
-	secs float8 := 0;
-	nrows bigint := 0;
-	n bigint;
-	lo int := p_from;
-	hi int := (SELECT max(id) FROM fm_train);
+	lo int := p_from + p_part * p_batch;
+	hi int;
 BEGIN
+	EXECUTE format('SELECT max(id) FROM %I', p_src) INTO hi;
 	COMMIT;
-	wal0 := pg_current_wal_insert_lsn();
 	WHILE lo < hi LOOP
-		t0 := clock_timestamp();
-		INSERT INTO fm_ins SELECT * FROM fm_train WHERE id > lo AND id <= lo + p_batch;
-		GET DIAGNOSTICS n = ROW_COUNT;
+		EXECUTE format('INSERT INTO %I SELECT * FROM %I WHERE id > $1 AND id <= $2', p_table, p_src)
+			USING lo, lo + p_batch;
 		COMMIT;
-		secs := secs + extract(epoch FROM clock_timestamp() - t0);
-		nrows := nrows + n;
-		lo := lo + p_batch;
+		lo := lo + p_parts * p_batch;
 	END LOOP;
-	INSERT INTO vbench_result (phase, name, m) VALUES ('insert', p_name, jsonb_build_object(
-		'rows', nrows, 'batch', p_batch, 'seconds', secs, 'rows_per_s', nrows / secs,
-		'wal_bytes_per_row', pg_wal_lsn_diff(pg_current_wal_insert_lsn(), wal0) / nrows));
-	COMMIT;
 END $$;
