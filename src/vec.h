@@ -70,7 +70,7 @@
  * inequality.
  *
  * Scans return candidates ordered by a lower bound of their exact distance
- * (vec_lower_bound: from the code distance and the code's error); the
+ * (vec_distance_bounds: from the code distance and the code's error); the
  * executor recomputes the exact distance from the heap row
  * (xs_recheckorderby) and reorders, so rows come back in exact order among
  * the candidates found.
@@ -375,10 +375,8 @@ extern void vec_encode(const VecIndexInfo *info, const float *x, uint8 *code,
 extern void vec_query_init(VecQuery *query, const VecIndexInfo *info, const float *q);
 extern void vec_node_query_init(VecQuery *query, const VecIndexInfo *info, const float *x);
 extern float vec_query_distance(const VecQuery *query, const uint8 *code, uint8 flags);
-extern double vec_upper_bound(const VecQuery *query, float code_distance,
-							   const VecNodeHeader *node);
-extern double vec_lower_bound(const VecQuery *query, float code_distance,
-							  const VecNodeHeader *node);
+extern void vec_distance_bounds(const VecQuery *query, float code_distance,
+								const VecNodeHeader *node, double *lower, double *upper);
 extern float vec_code_distance(const VecIndexInfo *info, const uint8 *a, uint8 a_flags,
 							   const uint8 *b, uint8 b_flags);
 extern const ArcherSQ8 *vec_quantizer(const VecIndexInfo *info, uint8 flags);

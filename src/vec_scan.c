@@ -360,8 +360,7 @@ add_found(VecScanOpaque so, float distance, const VecNodeHeader *header)
 	}
 	found = &so->found[so->nfound++];
 	found->distance = distance;
-	found->bound = vec_lower_bound(&so->query, distance, header);
-	found->upper = vec_upper_bound(&so->query, distance, header);
+	vec_distance_bounds(&so->query, distance, header, &found->bound, &found->upper);
 	found->heaptid = header->heaptid;
 	found->returned = false;
 	found->late = false;

@@ -773,7 +773,7 @@ query_distance_double(const VecQuery *query, const ArcherSQ8 *sq, const uint8 *c
 
 /*
  * Distance between the query and a code, in the metric's own units.  A
- * result beyond float's range is clamped to +-FLT_MAX (vec_lower_bound
+ * result beyond float's range is clamped to +-FLT_MAX (vec_distance_bounds
  * knows), so that searches compare finite distances only.
  */
 float
@@ -810,17 +810,22 @@ vec_query_distance(const VecQuery *query, const uint8 *code, uint8 flags)
 }
 
 /*
- * Bounds of the exact distance of a node's row from its code distance.
+ * Bounds of the exact distance of a node's row from its code distance: a
+ * lower one for the executor, an upper one for ranking (vec_scan.c).
  * Under L2 and cosine the code's error is a distance in the space the code
  * lives in (cosine: unit vectors, where the cosine distance is half the
  * squared L2 distance), so the triangle inequality bounds the exact L2
  * distance within the code's L2 distance plus or minus the error; under
  * inner product the error moves q.x by at most |q| times the error.  Both
- * are widened by a margin for the rounding of float arithmetic.
+ * are widened by a margin for the rounding of float arithmetic.  A code
+ * distance clamped to FLT_MAX (vec_query_distance) is at least that: the
+ * lower bound from it stays below the exact distance.  One clamped to
+ * -FLT_MAX (inner product with a huge query) may be far below: no lower
+ * bound (-DBL_MAX), and the code distance stands for the upper one.
  */
-static bool
-distance_bounds(const VecQuery *query, float code_distance, const VecNodeHeader *node,
-				double *lower, double *upper)
+void
+vec_distance_bounds(const VecQuery *query, float code_distance, const VecNodeHeader *node,
+					double *lower, double *upper)
 {
 	double		magnitude;
 
@@ -833,7 +838,11 @@ distance_bounds(const VecQuery *query, float code_distance, const VecNodeHeader 
 			break;
 		case VEC_METRIC_IP:
 			if (code_distance <= -FLT_MAX)
-				return false;
+			{
+				*lower = -DBL_MAX;
+				*upper = code_distance;
+				return;
+			}
 			*lower = code_distance - query->qnorm * node->error;
 			*upper = code_distance + query->qnorm * node->error;
 			magnitude = query->qnorm * (node->norm + node->error);
@@ -858,35 +867,6 @@ distance_bounds(const VecQuery *query, float code_distance, const VecNodeHeader 
 	}
 	*lower -= magnitude * VEC_BOUND_REL_MARGIN + VEC_BOUND_ABS_MARGIN;
 	*upper += magnitude * VEC_BOUND_REL_MARGIN + VEC_BOUND_ABS_MARGIN;
-	return true;
-}
-
-/*
- * A lower bound of the exact distance of the node's row, for the executor.
- * A code distance clamped to FLT_MAX (vec_query_distance) is at least
- * that: the bound from it stays below the exact distance.  One clamped to
- * -FLT_MAX (inner product with a huge query) may be far below: no bound.
- */
-double
-vec_lower_bound(const VecQuery *query, float code_distance, const VecNodeHeader *node)
-{
-	double		lower;
-	double		upper;
-
-	return distance_bounds(query, code_distance, node, &lower, &upper) ? lower : -DBL_MAX;
-}
-
-/*
- * An upper bound of the exact distance of the node's row, or the code
- * distance where none is known (a code distance clamped to -FLT_MAX)
- */
-double
-vec_upper_bound(const VecQuery *query, float code_distance, const VecNodeHeader *node)
-{
-	double		lower;
-	double		upper;
-
-	return distance_bounds(query, code_distance, node, &lower, &upper) ? upper : code_distance;
 }
 
 /* Distance between the decoded vectors of codes of different quantizers */
