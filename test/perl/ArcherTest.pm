@@ -1,7 +1,8 @@
 # test/perl/ArcherTest.pm: helpers that several TAP tests share: a
 # standby's log and catching up with it, answers compared between nodes and
 # plans, the psql scripts of crash tests and their acknowledgements,
-# corrupted-page errors, and queries as another role.
+# corrupted-page errors, queries as another role, and a VACUUM that
+# removed every dead row.
 #
 # Every helper takes what it works on (nodes, queries, scan settings) as
 # arguments: a test's own globals stay in the test.
@@ -16,7 +17,7 @@ use Test::More;
 use Time::HiRes qw(time);
 
 our @EXPORT = qw(log_problems catch_up compare_nodes check_answers
-  batch_script acked_batches check_error as_role);
+  batch_script acked_batches check_error as_role vacuum_dead_rows);
 
 # The lines of $node's log that show redo failed or a process died: an
 # inconsistent page, a PANIC, an assertion, a signal, any FATAL but a
@@ -190,6 +191,28 @@ sub as_role
 	my ($node, $role, $sql) = @_;
 	return $node->psql('postgres',
 		"SET statement_timeout = '60s'; SET lock_timeout = '2s'; SET ROLE $role; $sql");
+}
+
+# VACUUM (INDEX_CLEANUP ON) $table until it removed every dead row, so a
+# test may then expect exactly one index entry per row.  A VACUUM that
+# cannot take the cleanup lock on a heap page (a checkpointer or bgwriter
+# pin, frequent with a tiny shared_buffers after crash recovery) leaves
+# that page's dead rows, and with them their index entries, for the next
+# one; PostgreSQL reports them as "tuples missed".  Gives up (a failing
+# test) after 10 tries.
+sub vacuum_dead_rows
+{
+	my ($node, $table) = @_;
+	for my $try (1 .. 10)
+	{
+		my ($ret, $out, $err) = $node->psql('postgres', "VACUUM (VERBOSE, INDEX_CLEANUP ON) $table");
+		die "VACUUM $table failed: $err" if $ret != 0;
+		my ($missed) = $err =~ /tuples missed: (\d+) dead/;
+		return if !$missed;
+		note("VACUUM $table, try $try: $missed dead rows missed (cleanup lock contention)");
+		Time::HiRes::sleep(0.1);
+	}
+	fail("VACUUM $table removed every dead row within 10 tries");
 }
 
 1;

@@ -255,7 +255,7 @@ for my $cycle (1 .. $CYCLES)
 	$node->safe_psql('postgres', "DELETE FROM crash WHERE id % 50 = $d");
 	$node->safe_psql('postgres', "DELETE FROM $_ WHERE batch > 0 AND id % 50 = $d")
 	  for grep { $_ ne 'crash' } @TABLES;
-	$node->safe_psql('postgres', "VACUUM (INDEX_CLEANUP ON) $_") for @check;
+	vacuum_dead_rows($node, $_) for @check;
 	# VACUUM removed the entries of deleted and of aborted rows
 	for my $table (@check)
 	{
@@ -291,7 +291,7 @@ cmp_ok(internal_pages('crash_deep_archer'), '>', 3, 'an internal page of crash_d
 for my $table (@TABLES)
 {
 	check_answers($node, \@queries, $INDEX_ONLY, $SEQ_ONLY, 'at the end', $table);
-	$node->safe_psql('postgres', "VACUUM (INDEX_CLEANUP ON) $table");
+	vacuum_dead_rows($node, $table);
 	is($node->safe_psql('postgres', "SELECT archer_geo_verify('${table}_archer') - (SELECT count(*) FROM $table)"),
 		'0', "at the end: ${table}_archer verifies with one entry per row");
 }

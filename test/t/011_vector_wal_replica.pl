@@ -346,8 +346,8 @@ for my $round (1 .. $ROUNDS)
 		"SELECT setseed(0.$round);" . rows_sql('vt', $id1, $n1) . ';' . rows_sql_array('ve', $id1, 150) . ';'
 		  . "DELETE FROM vt WHERE id % 9 = $round % 9; DELETE FROM ve WHERE id % 4 = $round % 4;");
 	# VACUUM cannot run in a transaction block
-	$primary->safe_psql('postgres', 'VACUUM (INDEX_CLEANUP ON) vt');
-	$primary->safe_psql('postgres', 'VACUUM (INDEX_CLEANUP ON) ve');
+	vacuum_dead_rows($primary, 'vt');
+	vacuum_dead_rows($primary, 've');
 	$primary->safe_psql('postgres',
 		"SELECT setseed(0.5$round);" . rows_sql('vt', $id2, $n2) . ';' . rows_sql_array('ve', $id2, 60));
 	compare_standby("round $round", 0);
@@ -454,7 +454,7 @@ for my $c (@CONFIGS[0, 1])
 	is($ret, 0, "$what works") or diag($err);
 	note("$what: $out rows, $want by a sequential scan");
 }
-$primary->safe_psql('postgres', 'VACUUM (INDEX_CLEANUP ON) vt');
+vacuum_dead_rows($primary, 'vt');
 compare_standby('after the crash', 1);
 verify_nodes('after the crash and VACUUM', $primary, $standby);
 
@@ -511,7 +511,7 @@ my $vz_knn = "SELECT string_agg(id::text, ',') FROM (SELECT id FROM vz ORDER BY 
 my $vz_exact = $primary->safe_psql('postgres', "$SEQ_ONLY $vz_knn");
 is($primary->safe_psql('postgres', "$INDEX_ONLY $vz_knn"), $vz_exact,
 	"crash during the first insert: the index answers like a sequential scan ($vz_exact)");
-$primary->safe_psql('postgres', 'VACUUM (INDEX_CLEANUP ON) vz');
+vacuum_dead_rows($primary, 'vz');
 verify_index($primary, 'crash during the first insert', 'vz_a', '==', 300);
 catch_up($primary, $standby, standby_fatals(1));
 is($standby->safe_psql('postgres', "$INDEX_ONLY $vz_knn"), $vz_exact,

@@ -238,7 +238,7 @@ for my $cycle (1 .. $CYCLES)
 	# VACUUM merges and removes dead entries: one entry per row in both indexes
 	for my $table (@TABLES)
 	{
-		$node->safe_psql('postgres', "VACUUM (INDEX_CLEANUP ON) $table");
+		vacuum_dead_rows($node, $table);
 		my ($ret, $out, $err) = $node->psql('postgres',
 			"SELECT archer_geo_verify('${table}_geo') - (SELECT count(*) FROM $table) || '/' || "
 			  . "archer_vector_verify('${table}_vec') - (SELECT count(*) FROM $table)");
