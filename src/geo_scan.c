@@ -16,18 +16,21 @@
  * conditions an entry must pass all of them.
  *
  * Nearest-neighbour scans grow a cap around the query point in rings (the
- * first sized from the index's size to hold a few dozen entries, then
- * doubling the angle).  Each ring scans only the key ranges that earlier
- * rings did not, computes for every entry a lower bound of its distance in
- * the metric of the type's <-> operator, and returns entries in order of
- * that bound while it does not exceed the smallest distance any entry
- * outside the ring can have.  The executor recomputes the exact distance
- * (xs_recheckorderby) and reorders within that guarantee.  Entries with
- * NULL or empty points come last, with a NULL distance.  The candidates
- * kept are bounded by work_mem: past it the scan drops the farthest and
- * reads the area again for them later (next_ring).  A centre that is NULL,
- * empty or not finite has the same distance to every point: such scans
- * stream the entries as a condition scan does (prepare_order).
+ * first sized from the points near the query point, each next one of
+ * twice the area: a ring reads past the entries it can return, and the
+ * smaller the step, the less).  Each ring scans only the key ranges that
+ * earlier rings did not, computes for every entry a lower bound of its
+ * distance in the metric of the type's <-> operator (from chords, without
+ * trigonometry: leaf_distance_bound), and returns entries in order of that
+ * bound (a binary heap of those it may return) while it does not exceed
+ * the smallest distance any entry outside the ring can have.  The
+ * executor recomputes the exact distance (xs_recheckorderby) and reorders
+ * within that guarantee.  Entries with NULL or empty points come last,
+ * with a NULL distance.  The candidates kept are bounded by work_mem: past
+ * it the scan drops the farthest and reads the area again for them later
+ * (next_ring).  A centre that is NULL, empty or not finite has the same
+ * distance to every point: such scans stream the entries as a condition
+ * scan does (prepare_order).
  *
  * Condition scans keep the matching entries of a leaf page where they were
  * copied, and return them in (mostly) key order, which is no order at all
@@ -134,10 +137,15 @@ typedef struct GeoEntryPoint
 
 typedef struct GeoCandidate
 {
-	double		distance;		/* lower bound (exact if exact_order), ordered scans */
+	/*
+	 * The entry's lower bound (leaf_distance_bound), or once settled in an
+	 * index-only scan, its exact distance (see settle_candidate)
+	 */
+	double		distance;
 	GeoLeafEntry entry;
 	GeoEntryPoint point;
 	bool		recheck;
+	bool		settled;
 } GeoCandidate;
 
 typedef struct GeoRange
@@ -176,11 +184,18 @@ typedef struct GeoScanOpaqueData
 	GeoLeafEntry *range_entries;	/* one leaf's entries in range, and the buffer's */
 	GeoLeafHint leaf_hint;
 
-	/* ordered scans: entries waiting to be returned, in order (candidate_cmp) */
+	/*
+	 * Ordered scans: the entries waiting to be returned.  After a ring's
+	 * scan, cands[0 .. nready) are those that may be returned now (a
+	 * settled bound up to emit_bound; on the NULL pages all), as a binary
+	 * heap in candidate_cmp order, and the rest follow in no order: a ring
+	 * brings several times the entries a LIMIT asks for, and sorting them
+	 * all cost more than the rest of the scan.
+	 */
 	GeoCandidate *cands;
 	int			ncands;
 	int			maxcands;
-	int			cand_pos;
+	int			nready;
 
 	/*
 	 * At most twice budget candidates are kept (work_mem): past that the
@@ -223,6 +238,9 @@ typedef struct GeoScanOpaqueData
 	double		center_extent;	/* a shape's, see geo_decode_center_raw; 0: a point */
 	double		ring_lat;		/* the rings' centre */
 	double		ring_lng;
+	double		ring_lng_x;		/* cos and sin of ring_lng: its direction in */
+	double		ring_lng_y;		/* the equator's plane */
+	double		ring_cos_lat;
 
 	/*
 	 * Scans ordered by a distance that is the same for every non-empty
@@ -319,6 +337,93 @@ candidate_cmp(const void *a, const void *b)
 	return cand_key_cmp(ca->distance, &ca->entry, (const GeoCandidate *) b);
 }
 
+static void settle_candidate(IndexScanDesc scan, GeoCandidate *cand);
+
+/*
+ * Settle a candidate (see settle_candidate) unless its bound shows it to
+ * lie beyond what the scan compares it with now: emit_bound, and the
+ * cutoff of a trimmed pass.  Past both, the bound decides like the exact
+ * distance would: the candidate is not ready, nor returned, and after
+ * cutoff.
+ */
+static void
+settle_if_near(IndexScanDesc scan, GeoCandidate *cand)
+{
+	GeoScanOpaque so = (GeoScanOpaque) scan->opaque;
+
+	if (!cand->settled &&
+		(cand->distance <= so->emit_bound ||
+		 (so->trimmed && cand->distance <= so->cutoff.distance)))
+		settle_candidate(scan, cand);
+}
+
+/* Restore the heap order of cands[0 .. n) below position i */
+static void
+sift_down(GeoCandidate *cands, int n, int i)
+{
+	GeoCandidate moving = cands[i];
+
+	for (;;)
+	{
+		int			child = 2 * i + 1;
+
+		if (child >= n)
+			break;
+		if (child + 1 < n && candidate_cmp(&cands[child + 1], &cands[child]) < 0)
+			child++;
+		if (candidate_cmp(&cands[child], &moving) >= 0)
+			break;
+		cands[i] = cands[child];
+		i = child;
+	}
+	cands[i] = moving;
+}
+
+/*
+ * Make the candidates that may be returned now (all, or those with a
+ * settled bound up to emit_bound) the heap at the front of cands
+ */
+static void
+make_ready_heap(IndexScanDesc scan, bool all)
+{
+	GeoScanOpaque so = (GeoScanOpaque) scan->opaque;
+	int			nready = so->ncands;
+
+	if (!all)
+	{
+		nready = 0;
+		for (int i = 0; i < so->ncands; i++)
+		{
+			settle_if_near(scan, &so->cands[i]);
+			if (so->cands[i].settled && so->cands[i].distance <= so->emit_bound)
+			{
+				GeoCandidate ready = so->cands[i];
+
+				so->cands[i] = so->cands[nready];
+				so->cands[nready++] = ready;
+			}
+		}
+	}
+	for (int i = nready / 2 - 1; i >= 0; i--)
+		sift_down(so->cands, nready, i);
+	so->nready = nready;
+}
+
+/* Take the first ready candidate out of cands */
+static GeoCandidate
+pop_ready(GeoScanOpaque so)
+{
+	GeoCandidate first = so->cands[0];
+
+	so->nready--;
+	so->cands[0] = so->cands[so->nready];
+	sift_down(so->cands, so->nready, 0);
+	/* the hole at nready: one of the rest (in no order) fills it */
+	so->ncands--;
+	so->cands[so->nready] = so->cands[so->ncands];
+	return first;
+}
+
 /* Is the range list (sorted, disjoint) holding this cell id? */
 static bool
 ranges_hold(const GeoRange *ranges, int nranges, uint64 cellid)
@@ -353,8 +458,15 @@ returned_already(GeoScanOpaque so, const GeoLeafEntry *entry, double distance)
 
 /* Keep the first budget candidates; the others come again in a later pass */
 static void
-trim_candidates(GeoScanOpaque so)
+trim_candidates(IndexScanDesc scan)
 {
+	GeoScanOpaque so = (GeoScanOpaque) scan->opaque;
+
+	for (int i = 0; i < so->ncands; i++)
+	{
+		if (!so->cands[i].settled)
+			settle_candidate(scan, &so->cands[i]);
+	}
 	qsort(so->cands, so->ncands, sizeof(GeoCandidate), candidate_cmp);
 	so->cutoff = so->cands[so->budget];
 	so->trimmed = true;
@@ -362,14 +474,16 @@ trim_candidates(GeoScanOpaque so)
 }
 
 static void
-add_candidate(GeoScanOpaque so, const GeoLeafEntry *entry, const GeoEntryPoint *point,
-			  bool recheck, double distance)
+add_candidate(IndexScanDesc scan, GeoCandidate *cand)
 {
+	GeoScanOpaque so = (GeoScanOpaque) scan->opaque;
+
 	if (!so->nulls_done)
 	{
-		if (so->trimmed && cand_key_cmp(distance, entry, &so->cutoff) >= 0)
+		settle_if_near(scan, cand);
+		if (so->trimmed && candidate_cmp(cand, &so->cutoff) >= 0)
 			return;
-		if (returned_already(so, entry, distance))
+		if (returned_already(so, &cand->entry, cand->distance))
 			return;
 	}
 	if (so->ncands == so->maxcands)
@@ -381,8 +495,9 @@ add_candidate(GeoScanOpaque so, const GeoLeafEntry *entry, const GeoEntryPoint *
 		 */
 		if (so->ncands >= 2 * so->budget && !so->nulls_done)
 		{
-			trim_candidates(so);
-			if (cand_key_cmp(distance, entry, &so->cutoff) >= 0)
+			trim_candidates(scan);
+			settle_if_near(scan, cand);
+			if (candidate_cmp(cand, &so->cutoff) >= 0)
 				return;
 		}
 		else
@@ -397,11 +512,7 @@ add_candidate(GeoScanOpaque so, const GeoLeafEntry *entry, const GeoEntryPoint *
 				so->cands = repalloc_huge(so->cands, sizeof(GeoCandidate) * so->maxcands);
 		}
 	}
-	so->cands[so->ncands].entry = *entry;
-	so->cands[so->ncands].point = *point;
-	so->cands[so->ncands].recheck = recheck;
-	so->cands[so->ncands].distance = distance;
-	so->ncands++;
+	so->cands[so->ncands++] = *cand;
 }
 
 /* Index of the covering cell that holds a leaf id, or -1 */
@@ -1104,14 +1215,13 @@ interval_distance(double x, double lo, double hi)
 }
 
 /*
- * Lower bound of the distance from the query point to any point of the
- * leaf cell, in the metric of the column type's <-> operator: meters on
- * the sphere for geography, degrees in the (lng, lat) plane otherwise.
+ * Lower bound of the planar distance from the query point to any point of
+ * the leaf cell whose centre is leaf, from the cell's latitude and
+ * longitude: the trigonometry leaf_distance_bound spares most entries.
  */
 static double
-leaf_distance_bound(GeoScanOpaque so, uint64 cellid)
+planar_box_bound(GeoScanOpaque so, S2Point leaf)
 {
-	S2Point		leaf = s2_cellid_to_point(cellid);
 	double		radius = s2_level_max_radius(S2_MAX_LEVEL);
 	double		lat;
 	double		lng;
@@ -1119,10 +1229,6 @@ leaf_distance_bound(GeoScanOpaque so, uint64 cellid)
 	double		lng_margin;
 	double		dlng;
 	double		coslat;
-
-	if (!column_is_planar(so->kind))
-		return Max(0.0, s2_point_angle(leaf, so->center) - radius - so->center_extent) *
-			GEO_KNN_SPHERE_RADIUS_LOW;
 
 	s2_latlng_from_point(leaf, &lat, &lng);
 	lat_margin = radius * 180.0 / M_PI * 1.01 + 1e-12;
@@ -1141,6 +1247,95 @@ leaf_distance_bound(GeoScanOpaque so, uint64 cellid)
 	return Max(0.0, hypot(dlng, interval_distance(so->center_lat, lat - lat_margin,
 												  lat + lat_margin)) * (1.0 - 1e-12) -
 			   so->center_extent);
+}
+
+/*
+ * Lower bound of the distance from the rings' centre c to any point q of
+ * the leaf cell whose centre is p (q lies within r of p), in radians: on
+ * the sphere for geography, in the (lng, lat) plane otherwise; negative
+ * when the plane's distance needs the cell's longitude.  Square roots and
+ * a division: a ring reads several times the entries it returns, and each
+ * needs its bound.
+ *
+ * On the sphere: the chord from c to p, at most their angle, less r.
+ *
+ * In the plane: z is the sine of the latitude, so the latitudes of q and
+ * c differ by |q.z - c.z| / cos(x) for some latitude x between theirs,
+ * where |q.z - c.z| >= |p.z - c.z| - r, and cos(x) is at most 1, or when
+ * q and c lie on the same side of the equator, at most the larger of their
+ * cosines, |q.xy| <= |p.xy| + r and |c.xy|.  Their longitudes differ by at
+ * least the chord between the directions of p and c in the equator's
+ * plane less q's reach from p's longitude: asin(sin(r) / cos(lat(p))),
+ * below pi/2 * r / |p.xy| while the cell stays off the pole.  That is the
+ * difference the short way round; the plane's does not wrap, and when the
+ * short way crosses the antimeridian the plane's is the long way (its
+ * bound needs the longitude: negative).  The short way from c to p crosses
+ * it exactly when p lies past the antimeridian's direction (-1, 0), turning
+ * from c: counterclockwise if c's longitude is >= 0 (then sin(lng(p) -
+ * lng(c)) > 0 and p.y < 0), clockwise otherwise; near the edges the cell
+ * could lie either way, and counts as crossing.
+ */
+static double
+ring_centre_bound(GeoScanOpaque so, S2Point p)
+{
+	double		r = s2_level_max_radius(S2_MAX_LEVEL);
+	double		dz;
+	double		maxcos = 1.0;
+	double		dlat;
+	double		pxy;
+	double		dlng = 0;
+
+	if (!column_is_planar(so->kind))
+	{
+		double		dx = p.x - so->center.x;
+		double		dy = p.y - so->center.y;
+
+		dz = p.z - so->center.z;
+		return Max(0.0, sqrt(dx * dx + dy * dy + dz * dz) - r);
+	}
+	pxy = sqrt(p.x * p.x + p.y * p.y);
+	dz = Max(0.0, fabs(p.z - so->center.z) - r);
+	if (fabs(p.z) > r && p.z * so->center.z > 0)
+		maxcos = Min(1.0, Max(pxy + r, so->ring_cos_lat));
+	dlat = dz / maxcos;
+	if (pxy > 2 * r)
+	{
+		double		ux = p.x / pxy;
+		double		uy = p.y / pxy;
+		double		reach = 1.6 * r / pxy;
+		double		dx = ux - so->ring_lng_x;
+		double		dy = uy - so->ring_lng_y;
+		/* sin(lng(p) - lng(c)) */
+		double		turn = so->ring_lng_x * uy - so->ring_lng_y * ux;
+
+		if (so->ring_lng >= 0 ? (turn > -reach && uy < reach) :
+			(turn < reach && uy > -reach))
+			return -1;
+		dlng = Max(0.0, sqrt(dx * dx + dy * dy) - reach);
+	}
+	return sqrt(dlat * dlat + dlng * dlng);
+}
+
+/*
+ * Lower bound of the distance from the query point to any point of the
+ * leaf cell whose centre is leaf, in the metric of the column type's <->
+ * operator: meters on the sphere for geography, degrees in the (lng, lat)
+ * plane otherwise (from a centre out of range, by ring_distance_bound's
+ * step; a shape's extent taken off)
+ */
+static double
+leaf_distance_bound(GeoScanOpaque so, S2Point leaf)
+{
+	double		bound = ring_centre_bound(so, leaf);
+
+	if (!column_is_planar(so->kind))
+		return Max(0.0, bound - so->center_extent) * GEO_KNN_SPHERE_RADIUS_LOW;
+	if (bound < 0)
+		return planar_box_bound(so, leaf);
+	bound *= 180.0 / M_PI;
+	if (so->center_offset > 0)
+		bound = hypot(bound, so->center_offset);
+	return Max(0.0, bound * (1.0 - 1e-12) - so->center_extent);
 }
 
 /*
@@ -1163,9 +1358,22 @@ exact_distance(IndexScanDesc scan, const GeoLeafEntry *entry, GeoEntryPoint *poi
 	value = index_getattr(itup, 1, RelationGetDescr(scan->indexRelation), &isnull);
 
 	if (isnull)
-		return leaf_distance_bound(so, entry->cellid);
+		return leaf_distance_bound(so, s2_cellid_to_point(entry->cellid));
 	return DatumGetFloat8(FunctionCall2Coll(&orderby->sk_func, orderby->sk_collation,
 											value, orderby->sk_argument));
+}
+
+/*
+ * Index-only scans order by the exact distance, an operator call that most
+ * entries a ring reads need not pay for: their leaf cell's bound shows them
+ * to lie beyond what the ring returns.  This replaces that bound.
+ */
+static void
+settle_candidate(IndexScanDesc scan, GeoCandidate *cand)
+{
+	Assert(((GeoScanOpaque) scan->opaque)->exact_order);
+	cand->distance = exact_distance(scan, &cand->entry, &cand->point);
+	cand->settled = true;
 }
 
 /* The smallest distance an entry outside the cap of the given angle can have */
@@ -1186,15 +1394,6 @@ ring_distance_bound(GeoScanOpaque so, double angle)
 		return Max(0.0, hypot(angle * 180.0 / M_PI, so->center_offset) * (1.0 - 1e-12) -
 				   so->center_extent);
 	return Max(0.0, angle - so->center_extent) * GEO_KNN_SPHERE_RADIUS_LOW * (1.0 - 1e-12);
-}
-
-static int
-double_cmp(const void *a, const void *b)
-{
-	double		da = *(const double *) a;
-	double		db = *(const double *) b;
-
-	return (da > db) - (da < db);
 }
 
 /* Add [lo, hi] to the sorted, disjoint list of scanned ranges */
@@ -1237,16 +1436,18 @@ scan_range_for_ring(IndexScanDesc scan, uint64 lo, uint64 hi)
 		CHECK_FOR_INTERRUPTS();
 		for (int i = 0; i < nentries; i++)
 		{
-			GeoEntryPoint point = {POINT_UNDECODED};
-			bool		recheck = false;
+			GeoCandidate cand;
 
+			cand.point.kind = POINT_UNDECODED;
+			cand.recheck = false;
 			if (so->nkeys > 0 &&
 				!entry_matches(so, -1, &entries[i], entry_ahead(entries, nentries, i),
-							   &point, &recheck))
+							   &cand.point, &cand.recheck))
 				continue;
-			add_candidate(so, &entries[i], &point, recheck,
-						  so->exact_order ? exact_distance(scan, &entries[i], &point) :
-						  leaf_distance_bound(so, entries[i].cellid));
+			cand.entry = entries[i];
+			cand.distance = leaf_distance_bound(so, s2_cellid_to_point(entries[i].cellid));
+			cand.settled = !so->exact_order;
+			add_candidate(scan, &cand);
 		}
 	} while (blkno != InvalidBlockNumber);
 }
@@ -1278,9 +1479,10 @@ scan_new_part(IndexScanDesc scan, uint64 lo, uint64 hi)
  * First ring: the leaf page where the query point's cell id would sit holds
  * points near it (Hilbert order keeps neighbours together), whatever the
  * local density.  The cap that holds the GEO_KNN_SEED_ENTRIES nearest of
- * them holds at least that many entries, so it is a good first ring in a
+ * them holds about that many entries, so it is a good first ring in a
  * city centre and in the open sea alike.  An empty leaf falls back to the
- * cap that would hold a few dozen entries spread evenly.
+ * cap that would hold a few dozen entries spread evenly.  (Only the scan's
+ * speed depends on this angle: the rings grow until the scan is done.)
  */
 static double
 first_ring_angle(IndexScanDesc scan)
@@ -1292,7 +1494,7 @@ first_ring_angle(IndexScanDesc scan)
 	Page		page;
 	GeoLeafEntry *entries;
 	int			nentries;
-	double	   *distances;
+	double		nearest[GEO_KNN_SEED_ENTRIES];	/* ascending */
 	int			n = 0;
 	double		nindex;
 	double		radius = s2_level_max_radius(S2_MAX_LEVEL);
@@ -1302,22 +1504,26 @@ first_ring_angle(IndexScanDesc scan)
 	page = BufferGetPage(buf);
 	nentries = archer_page_nentries(page, sizeof(GeoLeafEntry));
 	entries = (GeoLeafEntry *) ArcherPageGetEntries(page);
-	distances = palloc(sizeof(double) * Max(nentries, 1));
 	for (int i = 0; i < nentries && i < GEO_LEAF_CAPACITY; i++)
 	{
+		S2Point		p;
+		double		d;
+		int			pos;
+
 		if (entries[i].cellid == GEO_NULL_CELLID)
 			continue;
-		/* an upper bound of the point's angle, in the ring's terms */
-		if (column_is_planar(so->kind))
-		{
-			double		lat;
-			double		lng;
-
-			s2_latlng_from_point(s2_cellid_to_point(entries[i].cellid), &lat, &lng);
-			distances[n++] = hypot(lat - so->ring_lat, lng - so->ring_lng) * M_PI / 180.0;
-		}
-		else
-			distances[n++] = s2_point_angle(s2_cellid_to_point(entries[i].cellid), so->center);
+		/* the point's angle, in the ring's terms (planar: in the plane) */
+		p = s2_cellid_to_point(entries[i].cellid);
+		d = ring_centre_bound(so, p);
+		if (d < 0)
+			d = s2_point_angle(p, so->center);
+		if (n == GEO_KNN_SEED_ENTRIES && d >= nearest[n - 1])
+			continue;
+		pos = Min(n, GEO_KNN_SEED_ENTRIES - 1);
+		for (; pos > 0 && nearest[pos - 1] > d; pos--)
+			nearest[pos] = nearest[pos - 1];
+		nearest[pos] = d;
+		n = Min(n + 1, GEO_KNN_SEED_ENTRIES);
 	}
 	UnlockReleaseBuffer(buf);
 
@@ -1326,8 +1532,7 @@ first_ring_angle(IndexScanDesc scan)
 		nindex = Max(1.0, (double) RelationGetNumberOfBlocks(index) * GEO_LEAF_CAPACITY * 0.7);
 		return Max(1e-7, acos(1.0 - 2.0 * Min(1.0, GEO_KNN_FIRST_RING_ENTRIES / nindex)));
 	}
-	qsort(distances, n, sizeof(double), double_cmp);
-	return Min(M_PI, distances[Min(n, GEO_KNN_SEED_ENTRIES) - 1] + 4 * radius + 1e-12);
+	return Min(M_PI, nearest[n - 1] + 4 * radius + 1e-12);
 }
 
 /*
@@ -1366,7 +1571,7 @@ next_ring(IndexScanDesc scan)
 	GeoRegion  *cap;
 	GeoCoverCell *cells;
 	int			ncells;
-	int			remaining = so->ncands - so->cand_pos;
+	int			remaining = so->ncands;
 	bool		rescan = so->trimmed;
 
 	if (so->ring_angle < 0)
@@ -1384,23 +1589,18 @@ next_ring(IndexScanDesc scan)
 		so->have_floor = false;
 		if (so->ring_angle >= M_PI)
 			return false;
-		so->ring_angle *= 2;
+		so->ring_angle *= M_SQRT2;
 	}
 	so->trimmed = false;
 	so->emit_bound = ring_distance_bound(so, so->ring_angle);
 
+	/* else the candidates not yet returned stay */
 	if (rescan)
 	{
 		so->ncands = 0;
 		so->nscanned = 0;
 	}
-	else
-	{
-		/* keep the candidates not yet returned */
-		memmove(so->cands, so->cands + so->cand_pos, sizeof(GeoCandidate) * remaining);
-		so->ncands = remaining;
-	}
-	so->cand_pos = 0;
+	so->nready = 0;
 
 	oldcxt = MemoryContextSwitchTo(so->scancxt);
 	cap = georegion_cap(so->center, -1.0, so->ring_angle >= M_PI ? 2 * M_PI : so->ring_angle);
@@ -1421,7 +1621,7 @@ next_ring(IndexScanDesc scan)
 	}
 	MemoryContextSwitchTo(oldcxt);
 
-	qsort(so->cands, so->ncands, sizeof(GeoCandidate), candidate_cmp);
+	make_ready_heap(scan, false);
 	return true;
 }
 
@@ -1438,7 +1638,7 @@ load_null_page(IndexScanDesc scan)
 
 	so->nulls_done = true;
 	so->ncands = 0;
-	so->cand_pos = 0;
+	so->nready = 0;
 	if (so->nkeys > 0 || so->null_end)
 		return false;
 	CHECK_FOR_INTERRUPTS();
@@ -1447,11 +1647,14 @@ load_null_page(IndexScanDesc scan)
 	so->null_end = so->null_blkno == InvalidBlockNumber;
 	for (int i = 0; i < nentries; i++)
 	{
-		GeoEntryPoint point = {POINT_UNDECODED};
+		GeoCandidate cand = {.distance = 0, .point = {POINT_UNDECODED}, .settled = true};
 
-		if (entries[i].cellid == GEO_NULL_CELLID)
-			add_candidate(so, &entries[i], &point, false, 0);
+		if (entries[i].cellid != GEO_NULL_CELLID)
+			continue;
+		cand.entry = entries[i];
+		add_candidate(scan, &cand);
 	}
+	make_ready_heap(scan, true);
 	return true;
 }
 
@@ -1462,10 +1665,9 @@ next_ordered(IndexScanDesc scan, GeoCandidate *result, bool *distance_null)
 
 	for (;;)
 	{
-		if (so->cand_pos < so->ncands &&
-			(so->nulls_done || so->cands[so->cand_pos].distance <= so->emit_bound))
+		if (so->nready > 0)
 		{
-			*result = so->cands[so->cand_pos++];
+			*result = pop_ready(so);
 			*distance_null = so->nulls_done;
 			so->floor = *result;
 			so->have_floor = true;
@@ -1580,6 +1782,9 @@ prepare_order(IndexScanDesc scan)
 	so->ring_lng = Max(-180.0, Min(180.0, lng));
 	so->center_offset = hypot(lat - so->ring_lat, lng - so->ring_lng);
 	so->center = s2_point_from_latlng(so->ring_lat, so->ring_lng);
+	so->ring_cos_lat = cos(so->ring_lat * M_PI / 180.0);
+	so->ring_lng_x = cos(so->ring_lng * M_PI / 180.0);
+	so->ring_lng_y = sin(so->ring_lng * M_PI / 180.0);
 }
 
 /* ---- the access method interface ---- */
@@ -1669,7 +1874,7 @@ geo_rescan(IndexScanDesc scan, ScanKey keys, int nkeys, ScanKey orderbys, int no
 	release_regions(so);
 	MemoryContextReset(so->scancxt);
 	so->cands = NULL;
-	so->ncands = so->maxcands = so->cand_pos = 0;
+	so->ncands = so->maxcands = so->nready = 0;
 	so->nmatched = so->match_pos = 0;
 	so->cur_cell = 0;
 	so->next_blkno = InvalidBlockNumber;
