@@ -7,11 +7,11 @@
  * best-first search on layer 0 in rounds.  Round r keeps the
  * ef_search * 2^r found nodes of least upper bound of the exact distance
  * as its result set (result_set_key) and expands candidates until none can
- * improve it; every found node within the set's largest upper bound is then
- * returned, ordered by the lower bound of the exact distance (from the second round
- * on only the nearer half: the farther half waits for the next round, as
- * a wider search rarely finds a node nearer than that; unless the nearer
- * half holds nothing new).  When the executor asks for more (a WHERE clause
+ * improve it; every found node within the set's largest upper bound is
+ * then returned, ordered by the lower bound of the exact distance (from
+ * the second round on only the nearer half: the farther half waits for the
+ * next round, as a wider search rarely finds a node nearer than that;
+ * unless the nearer half holds nothing new).  When the executor asks for more (a WHERE clause
  * filtered rows out, or LIMIT is large) it first gets one row more: the
  * found node of least bound outside the result set, which is usually all
  * the executor wanted (to be sure of the last row it emits; see
