@@ -81,6 +81,35 @@ BEGIN
         END LOOP;
     END LOOP;
 END $$;
+-- at work_mem = 64kB a scan keeps 2,048 candidates at most: past that it
+-- drops the farthest and reads the area again (rings at most twice as
+-- wide as their predecessor, whose coverings need not hold the earlier
+-- ones'); every row once, in order
+SET work_mem = '64kB';
+DO $$
+DECLARE
+    centres float8[] := ARRAY[[0, 90], [45, 89.5], [-179.9, 0.1], [179.95, 70], [0.05, 0], [200, 50], [10, -89.99], [-100, 20]];
+    col text;
+    q text;
+    r record;
+BEGIN
+    FOR i IN 1 .. array_length(centres, 1) LOOP
+        FOREACH col IN ARRAY ARRAY['p', 'geom', 'geog'] LOOP
+            CONTINUE WHEN col = 'geog' AND abs(centres[i][1]) > 180;
+            q := CASE col
+                WHEN 'p' THEN format('point(%s, %s)', centres[i][1], centres[i][2])
+                ELSE format('''SRID=4326;POINT(%s %s)''::%s', centres[i][1], centres[i][2],
+                            CASE col WHEN 'geom' THEN 'geometry' ELSE 'geography' END) END;
+            q := format('SELECT %1$s <-> %2$s AS dist FROM geo_knn_seams ORDER BY %1$s <-> %2$s LIMIT 12000',
+                        col, q);
+            SELECT * INTO r FROM knn_vs_seq(q);
+            IF NOT r.same_order OR NOT r.used_index OR r.n_rows <> 12000 THEN
+                INSERT INTO geo_knn_seam_failures VALUES (col || ' at work_mem 64kB', q);
+            END IF;
+        END LOOP;
+    END LOOP;
+END $$;
+RESET work_mem;
 SELECT col, count(*) AS failures FROM geo_knn_seam_failures GROUP BY col ORDER BY col;
 SELECT * FROM geo_knn_seam_failures LIMIT 5;
 DROP TABLE geo_knn_seams, geo_knn_seam_failures;

@@ -240,7 +240,7 @@ typedef struct GeoScanOpaqueData
 	double		ring_lng;
 	double		ring_lng_x;		/* cos and sin of ring_lng: its direction in */
 	double		ring_lng_y;		/* the equator's plane */
-	double		ring_cos_lat;
+	double		ring_cos_lat;	/* |xy| of the rings' centre */
 
 	/*
 	 * Scans ordered by a distance that is the same for every non-empty
@@ -1259,17 +1259,17 @@ planar_box_bound(GeoScanOpaque so, S2Point leaf)
  *
  * On the sphere: the chord from c to p, at most their angle, less r.
  *
- * In the plane: z is the sine of the latitude, so the latitudes of q and
- * c differ by |q.z - c.z| / cos(x) for some latitude x between theirs,
- * where |q.z - c.z| >= |p.z - c.z| - r, and cos(x) is at most 1, or when
- * q and c lie on the same side of the equator, at most the larger of their
- * cosines, |q.xy| <= |p.xy| + r and |c.xy|.  Their longitudes differ by at
+ * In the plane: (|xy|, z) is (cos, sin) of the latitude, so the latitudes
+ * of q and c differ by at least the chord between their (|xy|, z), and
+ * that map shortens distances: by at least the chord between p's and c's
+ * less r.  Their longitudes differ by at
  * least the chord between the directions of p and c in the equator's
  * plane less q's reach from p's longitude: asin(sin(r) / cos(lat(p))),
  * below pi/2 * r / |p.xy| while the cell stays off the pole.  That is the
  * difference the short way round; the plane's does not wrap, and when the
- * short way crosses the antimeridian the plane's is the long way (its
- * bound needs the longitude: negative).  The short way from c to p crosses
+ * short way crosses the antimeridian the plane's is the long way, which
+ * the chord would understate by far (a bound still, but one that returns
+ * rows long before their turn): negative.  The short way from c to p crosses
  * it exactly when p lies past the antimeridian's direction (-1, 0), turning
  * from c: counterclockwise if c's longitude is >= 0 (then sin(lng(p) -
  * lng(c)) > 0 and p.y < 0), clockwise otherwise; near the edges the cell
@@ -1279,8 +1279,7 @@ static double
 ring_centre_bound(GeoScanOpaque so, S2Point p)
 {
 	double		r = s2_level_max_radius(S2_MAX_LEVEL);
-	double		dz;
-	double		maxcos = 1.0;
+	double		dz = p.z - so->center.z;
 	double		dlat;
 	double		pxy;
 	double		dlng = 0;
@@ -1290,14 +1289,11 @@ ring_centre_bound(GeoScanOpaque so, S2Point p)
 		double		dx = p.x - so->center.x;
 		double		dy = p.y - so->center.y;
 
-		dz = p.z - so->center.z;
 		return Max(0.0, sqrt(dx * dx + dy * dy + dz * dz) - r);
 	}
 	pxy = sqrt(p.x * p.x + p.y * p.y);
-	dz = Max(0.0, fabs(p.z - so->center.z) - r);
-	if (fabs(p.z) > r && p.z * so->center.z > 0)
-		maxcos = Min(1.0, Max(pxy + r, so->ring_cos_lat));
-	dlat = dz / maxcos;
+	dlat = pxy - so->ring_cos_lat;
+	dlat = Max(0.0, sqrt(dlat * dlat + dz * dz) - r);
 	if (pxy > 2 * r)
 	{
 		double		ux = p.x / pxy;
@@ -1573,6 +1569,8 @@ next_ring(IndexScanDesc scan)
 	int			ncells;
 	int			remaining = so->ncands;
 	bool		rescan = so->trimmed;
+	GeoRange   *read_before = NULL;
+	int			nread_before = 0;
 
 	if (so->ring_angle < 0)
 		so->ring_angle = first_ring_angle(scan);
@@ -1594,15 +1592,23 @@ next_ring(IndexScanDesc scan)
 	so->trimmed = false;
 	so->emit_bound = ring_distance_bound(so, so->ring_angle);
 
-	/* else the candidates not yet returned stay */
+	/*
+	 * Else the candidates not yet returned stay.  A rescan reads again all
+	 * that earlier passes read, not only this ring's covering: a covering
+	 * need not hold a smaller cap's, and done_scanned must hold every range
+	 * whose entries up to done_bound were returned.
+	 */
+	oldcxt = MemoryContextSwitchTo(so->scancxt);
 	if (rescan)
 	{
 		so->ncands = 0;
+		nread_before = so->nscanned;
+		read_before = palloc(sizeof(GeoRange) * Max(nread_before, 1));
+		memcpy(read_before, so->scanned, sizeof(GeoRange) * nread_before);
 		so->nscanned = 0;
 	}
 	so->nready = 0;
 
-	oldcxt = MemoryContextSwitchTo(so->scancxt);
 	cap = georegion_cap(so->center, -1.0, so->ring_angle >= M_PI ? 2 * M_PI : so->ring_angle);
 	/*
 	 * No dense cells: a ring has no INSIDE cells, its whole area would
@@ -1619,6 +1625,13 @@ next_ring(IndexScanDesc scan)
 		scan_new_part(scan, lo, hi);
 		add_scanned_range(so, lo, hi);
 	}
+	for (int i = 0; i < nread_before; i++)
+	{
+		scan_new_part(scan, read_before[i].lo, read_before[i].hi);
+		add_scanned_range(so, read_before[i].lo, read_before[i].hi);
+	}
+	if (read_before != NULL)
+		pfree(read_before);
 	MemoryContextSwitchTo(oldcxt);
 
 	make_ready_heap(scan, false);
@@ -1782,7 +1795,7 @@ prepare_order(IndexScanDesc scan)
 	so->ring_lng = Max(-180.0, Min(180.0, lng));
 	so->center_offset = hypot(lat - so->ring_lat, lng - so->ring_lng);
 	so->center = s2_point_from_latlng(so->ring_lat, so->ring_lng);
-	so->ring_cos_lat = cos(so->ring_lat * M_PI / 180.0);
+	so->ring_cos_lat = sqrt(so->center.x * so->center.x + so->center.y * so->center.y);
 	so->ring_lng_x = cos(so->ring_lng * M_PI / 180.0);
 	so->ring_lng_y = sin(so->ring_lng * M_PI / 180.0);
 }
