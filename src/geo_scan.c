@@ -1471,6 +1471,14 @@ scan_new_part(IndexScanDesc scan, uint64 lo, uint64 hi)
 		scan_range_for_ring(scan, from, hi);
 }
 
+/* A ring's range: scan what no earlier ring scanned, then record it all as scanned */
+static void
+scan_ring_range(IndexScanDesc scan, uint64 lo, uint64 hi)
+{
+	scan_new_part(scan, lo, hi);
+	add_scanned_range((GeoScanOpaque) scan->opaque, lo, hi);
+}
+
 /*
  * First ring: the leaf page where the query point's cell id would sit holds
  * points near it (Hilbert order keeps neighbours together), whatever the
@@ -1567,14 +1575,13 @@ next_ring(IndexScanDesc scan)
 	GeoRegion  *cap;
 	GeoCoverCell *cells;
 	int			ncells;
-	int			remaining = so->ncands;
 	bool		rescan = so->trimmed;
 	GeoRange   *read_before = NULL;
 	int			nread_before = 0;
 
 	if (so->ring_angle < 0)
 		so->ring_angle = first_ring_angle(scan);
-	else if (!so->trimmed || remaining > 0)
+	else if (!so->trimmed || so->ncands > 0)
 	{
 		/* this ring is done: remember what it returned */
 		if (so->done_scanned != NULL)
@@ -1618,18 +1625,10 @@ next_ring(IndexScanDesc scan)
 	 */
 	ncells = georegion_cover(cap, archer_geo_max_cells, -1, &cells);
 	for (int i = 0; i < ncells; i++)
-	{
-		uint64		lo = s2_cellid_range_min(cells[i].cellid);
-		uint64		hi = s2_cellid_range_max(cells[i].cellid);
-
-		scan_new_part(scan, lo, hi);
-		add_scanned_range(so, lo, hi);
-	}
+		scan_ring_range(scan, s2_cellid_range_min(cells[i].cellid),
+						s2_cellid_range_max(cells[i].cellid));
 	for (int i = 0; i < nread_before; i++)
-	{
-		scan_new_part(scan, read_before[i].lo, read_before[i].hi);
-		add_scanned_range(so, read_before[i].lo, read_before[i].hi);
-	}
+		scan_ring_range(scan, read_before[i].lo, read_before[i].hi);
 	if (read_before != NULL)
 		pfree(read_before);
 	MemoryContextSwitchTo(oldcxt);
