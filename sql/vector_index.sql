@@ -158,5 +158,21 @@ CREATE INDEX vec_items_small_mem ON vec_items USING archer_vector (v);
 RESET maintenance_work_mem;
 SELECT archer_vector_verify('vec_items_small_mem') = (SELECT count(*) FROM vec_items) AS verified;
 SELECT recall >= 0.95 AS good_recall, ordered, full_rows FROM vec_recall('v', '<->', 'true', 10);
+
+-- a parallel build (the graph in shared memory, the rows inserted by the
+-- leader and its workers): as good, and under wal_consistency_checking
+-- (test/t/019) its pages replay exactly.  parallel_workers makes the
+-- planner grant workers to this small table; 028 checks that they run.
+DROP INDEX vec_items_small_mem;
+ALTER TABLE vec_items SET (parallel_workers = 2);
+SET max_parallel_maintenance_workers = 2;
+SET maintenance_work_mem = '256MB';
+CREATE INDEX vec_items_parallel ON vec_items USING archer_vector (v, label);
+RESET maintenance_work_mem;
+RESET max_parallel_maintenance_workers;
+ALTER TABLE vec_items RESET (parallel_workers);
+SELECT archer_vector_verify('vec_items_parallel') = (SELECT count(*) FROM vec_items) AS verified;
+SELECT recall >= 0.95 AS good_recall, ordered, full_rows FROM vec_recall('v', '<->', 'true', 10);
+SELECT recall >= 0.95 AS good_recall, ordered, full_rows FROM vec_recall('v', '<->', 'label = 3', 10);
 DROP TABLE vec_items, vec_queries, vec_empty, vec_wide;
 DROP FUNCTION vec_recall;

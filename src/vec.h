@@ -385,7 +385,7 @@ extern void vec_init_quantizers(VecIndexInfo *info, const float *trained_min,
 extern void vec_widen_sample_range(const VecIndexInfo *info, float *min, float *max);
 extern int	vec_choose_slot(const float *link_distance, const float *between, int nslots,
 							float distance, bool force);
-extern void vec_reset_levels(void);
+extern void vec_reset_levels(uint64 stream);
 extern int	vec_random_level(int m);
 extern void vec_read_meta(Relation index, VecMetaPageData *meta);
 extern int	vec_quantizer_npages(int dim);

@@ -14,6 +14,23 @@
  * one by one into the on-disk graph instead: slower, but bounded in
  * memory.
  *
+ * Parallel build.  When the planner grants workers
+ * (max_parallel_maintenance_workers, plan_create_index_workers), the graph
+ * lives in the parallel context's dynamic shared memory instead, and the
+ * leader and its workers each insert the rows a parallel heap scan hands
+ * them (the first pass stays serial: it is a fraction of the work).  Node
+ * numbers and link slots are taken from atomic counters; a node is
+ * written whole before any other node links to it, so readers only meet
+ * finished nodes.  A node's link lists (every layer and filter list) are
+ * guarded by one of VEC_BUILD_LOCKS striped LWLocks, node % VEC_BUILD_LOCKS:
+ * a search copies a list under the lock in share mode, a link change
+ * holds it exclusively, and no process ever holds two of them, so they
+ * cannot deadlock.  The entry point is read and replaced under a spinlock.
+ * An insert searches every layer first and links afterwards, so no other
+ * process can reach the node before its own lists are written.  The
+ * filter lists, the orphans' reconnection and the pages are then the
+ * leader's, serially, on the shared arrays.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -21,12 +38,22 @@
 #include <float.h>
 #include <math.h>
 
+#include "access/parallel.h"
+#include "access/relscan.h"
+#include "access/table.h"
 #include "access/tableam.h"
+#include "access/xact.h"
+#include "catalog/index.h"
 #include "commands/progress.h"
 #include "miscadmin.h"
+#include "optimizer/optimizer.h"
 #include "pgstat.h"
+#include "port/atomics.h"
+#include "storage/lwlock.h"
+#include "storage/spin.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/snapmgr.h"
 
 #include "vec.h"
 
@@ -34,6 +61,12 @@
 #define VEC_PHASE_GRAPH			3
 #define VEC_PHASE_PAGES			4
 #define VEC_PHASE_WAL			5
+
+/* a parallel build's lock stripes over the nodes' link lists */
+#define VEC_BUILD_LOCKS			1024
+
+#define VEC_PARALLEL_KEY_SHARED		UINT64CONST(0xA7E1000000000011)
+#define VEC_PARALLEL_KEY_SCAN		UINT64CONST(0xA7E1000000000012)
 
 /* In-memory graph */
 typedef struct MemCandidate
@@ -53,6 +86,34 @@ typedef struct BuildNode
 	int64		filters[VEC_MAX_FILTERS];
 	ItemPointerData tid;		/* where it lands on disk */
 } BuildNode;
+
+/*
+ * What the participants of a parallel build share, in one chunk of the
+ * parallel context's DSM: this header, then the quantizer's ranges (min[]
+ * then max[]) and the graph's arrays, at the offsets below from the
+ * header's start
+ */
+typedef struct VecBuildShared
+{
+	Oid			heaprelid;
+	Oid			indexrelid;
+	bool		isconcurrent;
+	int			dim;
+	int64		maxnodes;
+	int64		maxlinks;
+	Size		ranges_offset;
+	Size		nodes_offset;
+	Size		codes_offset;
+	Size		links_offset;
+	Size		dist_offset;
+	pg_atomic_uint64 nnodes;	/* nodes numbered so far */
+	pg_atomic_uint64 nlinks;	/* link slots handed out so far */
+	slock_t		mutex;
+	int64		entry;			/* under mutex; -1 before the first node */
+	int			entry_level;	/* under mutex */
+	int			lock_tranche;
+	LWLockPadded locks[VEC_BUILD_LOCKS];	/* node n's lists: n % VEC_BUILD_LOCKS */
+} VecBuildShared;
 
 typedef struct BuildState
 {
@@ -78,9 +139,16 @@ typedef struct BuildState
 	uint32	   *visit_mark;
 	uint32		visit_stamp;
 	MemCandidate *cand_heap;	/* search scratch, one slot per node */
-	float	   *work;
 	MemoryContext tmpcxt;
+	/* a parallel build's shared graph (nodes .. link_dist point into it), or NULL */
+	VecBuildShared *shared;
+	bool		report_progress;	/* false in parallel workers */
 } BuildState;
+
+PGDLLEXPORT void archer_vector_build_worker(dsm_segment *seg, shm_toc *toc);
+
+/* the LWLock tranche of this backend's parallel builds, made at the first */
+static int	lock_tranche = 0;
 
 char *
 vec_buildphasename(int64 phasenum)
@@ -226,6 +294,21 @@ on_list(const BuildState *build, int64 node, int layer)
 	return build->nodes[node].level >= layer;
 }
 
+/* A parallel build's lock on a node's link lists; nothing in a serial build */
+static inline void
+lock_lists(const BuildState *build, int64 node, LWLockMode mode)
+{
+	if (build->shared != NULL)
+		LWLockAcquire(&build->shared->locks[node % VEC_BUILD_LOCKS].lock, mode);
+}
+
+static inline void
+unlock_lists(const BuildState *build, int64 node)
+{
+	if (build->shared != NULL)
+		LWLockRelease(&build->shared->locks[node % VEC_BUILD_LOCKS].lock);
+}
+
 static float
 node_distance(const BuildState *build, int64 a, int64 b)
 {
@@ -295,7 +378,9 @@ mem_search_layer(BuildState *build, int64 q, MemCandidate *found, int nfound, in
 	MemCandidate *heap = build->cand_heap;
 	int			nheap = 0;
 	int			slots = layer_slots(build->info, layer);
+	int32		neighbors[VEC_MAX_BATCH];
 
+	Assert(slots <= VEC_MAX_BATCH);
 	build->visit_stamp++;
 	qsort(found, nfound, sizeof(MemCandidate), mem_candidate_cmp);
 	for (int i = 0; i < nfound; i++)
@@ -311,9 +396,12 @@ mem_search_layer(BuildState *build, int64 q, MemCandidate *found, int nfound, in
 
 		if (nfound >= ef && current.distance > found[nfound - 1].distance)
 			break;
+		lock_lists(build, current.node, LW_SHARED);
+		memcpy(neighbors, build->links + off, sizeof(int32) * slots);
+		unlock_lists(build, current.node);
 		for (int s = 0; s < slots; s++)
 		{
-			int64		neighbor = build->links[off + s];
+			int64		neighbor = neighbors[s];
 			MemCandidate c;
 			int			pos;
 
@@ -375,10 +463,11 @@ select_neighbors(BuildState *build, MemCandidate *sorted, int ncand, int max,
 
 /*
  * Link from -> to at a layer: into a free slot, or by the diversity rule
- * when the list is full (vec_choose_slot).  Returns whether it linked.
+ * when the list is full (vec_choose_slot).  Returns whether it linked.  The
+ * caller holds from's lists.
  */
 static bool
-add_link(BuildState *build, int64 from, int64 to, float distance, int layer, bool force)
+add_link_locked(BuildState *build, int64 from, int64 to, float distance, int layer, bool force)
 {
 	int64		off = link_offset(build, from, layer);
 	int			slots = layer_slots(build->info, layer);
@@ -404,68 +493,146 @@ add_link(BuildState *build, int64 from, int64 to, float distance, int layer, boo
 	return true;
 }
 
+static bool
+add_link(BuildState *build, int64 from, int64 to, float distance, int layer, bool force)
+{
+	bool		linked;
+
+	lock_lists(build, from, LW_EXCLUSIVE);
+	linked = add_link_locked(build, from, to, distance, layer, force);
+	unlock_lists(build, from);
+	return linked;
+}
+
 /*
  * Give node q the selected neighbours on a layer (or filter list) whose
- * slots are empty, and link them back; if all of them turn it down, the
- * nearest links to it all the same (a node nobody links to is never found)
+ * slots are empty; the caller holds q's lists
  */
 static void
-link_selected(BuildState *build, int64 q, const MemCandidate *selected, int nselected,
-			  int layer)
+set_links(BuildState *build, int64 q, const MemCandidate *selected, int nselected, int layer)
 {
 	int64		off = link_offset(build, q, layer);
-	bool		linked = false;
 
 	for (int i = 0; i < nselected; i++)
 	{
 		build->links[off + i] = selected[i].node;
 		build->link_dist[off + i] = selected[i].distance;
-		linked |= add_link(build, selected[i].node, q, selected[i].distance, layer, false);
 	}
+}
+
+/*
+ * Link q's selected neighbours back to it; if all of them turn it down,
+ * the nearest links to it all the same (a node nobody links to is never
+ * found)
+ */
+static void
+link_back(BuildState *build, int64 q, const MemCandidate *selected, int nselected, int layer)
+{
+	bool		linked = false;
+
+	for (int i = 0; i < nselected; i++)
+		linked |= add_link(build, selected[i].node, q, selected[i].distance, layer, false);
 	if (!linked && nselected > 0)
 		(void) add_link(build, selected[0].node, q, selected[0].distance, layer, true);
 }
 
+/*
+ * Where an insert starts: the entry point and its level; when there is
+ * none yet, q (of the given level) becomes it and the result is false
+ */
+static bool
+graph_entry(BuildState *build, int64 q, int level, int64 *entry, int *entry_level)
+{
+	VecBuildShared *shared = build->shared;
+	int64	   *current = shared ? &shared->entry : &build->entry;
+	int		   *current_level = shared ? &shared->entry_level : &build->entry_level;
+	bool		first;
+
+	if (shared)
+		SpinLockAcquire(&shared->mutex);
+	first = *current < 0;
+	if (first)
+	{
+		*current = q;
+		*current_level = level;
+	}
+	*entry = *current;
+	*entry_level = *current_level;
+	if (shared)
+		SpinLockRelease(&shared->mutex);
+	return !first;
+}
+
+/* An inserted node of a level above the entry point's becomes the entry point */
+static void
+offer_entry(BuildState *build, int64 q, int level)
+{
+	VecBuildShared *shared = build->shared;
+	int64	   *current = shared ? &shared->entry : &build->entry;
+	int		   *current_level = shared ? &shared->entry_level : &build->entry_level;
+
+	if (shared)
+		SpinLockAcquire(&shared->mutex);
+	if (level > *current_level)
+	{
+		*current = q;
+		*current_level = level;
+	}
+	if (shared)
+		SpinLockRelease(&shared->mutex);
+}
+
+/*
+ * Insert node q: search every layer from the top for its neighbours, then
+ * write its own lists, then link the neighbours back.  Searches never meet
+ * q (no list holds it before its back links), so this is the order of
+ * search and linking layer by layer, and in a parallel build no other
+ * process reaches q before its lists are written.
+ */
 static void
 mem_insert(BuildState *build, int64 q)
 {
 	const VecIndexInfo *info = build->info;
 	int			level = build->nodes[q].level;
 	int			ef = Max(info->ef_construction, 2 * info->m);
-	MemCandidate *found = palloc(sizeof(MemCandidate) * (ef + 1));
-	MemCandidate *selected = palloc(sizeof(MemCandidate) * 2 * info->m);
+	MemCandidate *found;
+	MemCandidate *selected[VEC_MAX_LAYERS];
+	int			nselected[VEC_MAX_LAYERS];
+	int64		entry;
+	int			entry_level;
+	int			top;
 	int			nfound;
 
-	if (build->entry < 0)
-	{
-		build->entry = q;
-		build->entry_level = level;
-		pfree(found);
-		pfree(selected);
+	if (!graph_entry(build, q, level, &entry, &entry_level))
 		return;
-	}
 
-	found[0].node = build->entry;
-	found[0].distance = node_distance(build, q, build->entry);
+	found = palloc(sizeof(MemCandidate) * (ef + 1));
+	found[0].node = entry;
+	found[0].distance = node_distance(build, q, entry);
 	nfound = 1;
-	for (int layer = build->entry_level; layer > level; layer--)
+	for (int layer = entry_level; layer > level; layer--)
 		nfound = mem_search_layer(build, q, found, 1, 1, layer);
 
-	for (int layer = Min(level, build->entry_level); layer >= 0; layer--)
+	top = Min(level, entry_level);
+	for (int layer = top; layer >= 0; layer--)
 	{
-		int			nselected;
+		int			slots = layer_slots(info, layer);
 
+		selected[layer] = palloc(sizeof(MemCandidate) * slots);
 		nfound = mem_search_layer(build, q, found, nfound, ef, layer);
-		nselected = select_neighbors(build, found, nfound, layer_slots(info, layer), selected);
-		link_selected(build, q, selected, nselected, layer);
+		nselected[layer] = select_neighbors(build, found, nfound, slots, selected[layer]);
 	}
-	if (level > build->entry_level)
+	lock_lists(build, q, LW_EXCLUSIVE);
+	for (int layer = top; layer >= 0; layer--)
+		set_links(build, q, selected[layer], nselected[layer], layer);
+	unlock_lists(build, q);
+	for (int layer = top; layer >= 0; layer--)
 	{
-		build->entry = q;
-		build->entry_level = level;
+		link_back(build, q, selected[layer], nselected[layer], layer);
+		pfree(selected[layer]);
 	}
+	offer_entry(build, q, level);
 	pfree(found);
-	pfree(selected);
 }
 
 /*
@@ -620,7 +787,8 @@ link_filter_list(BuildState *build, int64 q, int64 first, int column, MemCandida
 	}
 	nfound = mem_search_layer(build, q, found, nfound, ef, list);
 	nselected = select_neighbors(build, found, nfound, info->filter_m, selected);
-	link_selected(build, q, selected, nselected, list);
+	set_links(build, q, selected, nselected, list);
+	link_back(build, q, selected, nselected, list);
 }
 
 static void
@@ -665,6 +833,78 @@ build_filter_lists(BuildState *build)
 
 /* ---- pass 2: encode and insert ---- */
 
+/* The next node's number */
+static int64
+allocate_node(BuildState *build)
+{
+	int64		node;
+
+	if (build->shared != NULL)
+		node = (int64) pg_atomic_fetch_add_u64(&build->shared->nnodes, 1);
+	else
+		node = build->nnodes++;
+	if (node >= build->maxnodes)
+		elog(ERROR, "archer_vector build: more rows than counted in the first pass");
+	return node;
+}
+
+static int
+node_slots(const VecIndexInfo *info, int level)
+{
+	return 2 * info->m + info->nfilters * info->filter_m + level * info->m;
+}
+
+/*
+ * Reserve a node's link slots, all set empty; returns the first.  A serial
+ * build grows the arrays as needed.  A parallel build's arrays are fixed
+ * (room for the levels expected, and more): should they run short, the
+ * node gets a lower level, down to layer 0, for which every node has room.
+ */
+static int64
+reserve_links(BuildState *build, BuildNode *node)
+{
+	int64		first;
+	int			nslots;
+
+	if (build->shared == NULL)
+	{
+		nslots = node_slots(build->info, node->level);
+		if (build->nlinks + nslots > build->maxlinks)
+		{
+			int64		newmax = Max(build->maxlinks * 2, build->nlinks + nslots);
+
+			build->links = repalloc_huge(build->links, sizeof(int32) * newmax);
+			build->link_dist = repalloc_huge(build->link_dist, sizeof(float) * newmax);
+			build->maxlinks = newmax;
+		}
+		first = build->nlinks;
+		build->nlinks += nslots;
+	}
+	else
+	{
+		uint64		current = pg_atomic_read_u64(&build->shared->nlinks);
+
+		for (;;)
+		{
+			nslots = node_slots(build->info, node->level);
+			if (current + nslots <= (uint64) build->maxlinks)
+			{
+				if (pg_atomic_compare_exchange_u64(&build->shared->nlinks, &current,
+												   current + nslots))
+					break;
+			}
+			else if (node->level > 0)
+				node->level--;
+			else
+				elog(ERROR, "archer_vector build: no link slots left for layer 0");
+		}
+		first = (int64) current;
+	}
+	for (int i = 0; i < nslots; i++)
+		build->links[first + i] = -1;
+	return first;
+}
+
 static void
 graph_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
 			   bool tupleIsAlive, void *state)
@@ -674,8 +914,8 @@ graph_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
 	MemoryContext oldcxt;
 	const float *x;
 	int			dim;
+	int64		q;
 	BuildNode  *node;
-	int			nslots;
 
 	if (!build->in_memory)
 	{
@@ -685,9 +925,8 @@ graph_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
 	}
 
 	oldcxt = MemoryContextSwitchTo(build->tmpcxt);
-	if (build->nnodes == build->maxnodes)
-		elog(ERROR, "archer_vector build: more rows than counted in the first pass");
-	node = &build->nodes[build->nnodes];
+	q = allocate_node(build);
+	node = &build->nodes[q];
 	node->heaptid = *tid;
 	if (isnull[0])
 	{
@@ -696,7 +935,7 @@ graph_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
 		node->flags = VEC_NODE_NULL_VECTOR;
 		node->error = 0;
 		node->norm = 0;
-		memset(build->codes + build->nnodes * info->dim, 0, info->dim);
+		memset(build->codes + q * info->dim, 0, info->dim);
 	}
 	else
 	{
@@ -705,31 +944,18 @@ graph_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
 		while (node->level > 0 &&
 			   vec_node_size(info, node->level) > (Size) ARCHER_PAGE_CAPACITY_BYTES - 64)
 			node->level--;
-		vec_encode(info, x, build->codes + build->nnodes * info->dim, &node->error,
+		vec_encode(info, x, build->codes + q * info->dim, &node->error,
 				   &node->norm, &node->flags);
 	}
 	vec_filter_values(info, values, isnull, node->filters, &node->flags);
-	nslots = 2 * info->m + info->nfilters * info->filter_m + node->level * info->m;
-	if (build->nlinks + nslots > build->maxlinks)
-	{
-		int64		newmax = Max(build->maxlinks * 2, build->nlinks + nslots);
-
-		MemoryContextSwitchTo(oldcxt);
-		build->links = repalloc_huge(build->links, sizeof(int32) * newmax);
-		build->link_dist = repalloc_huge(build->link_dist, sizeof(float) * newmax);
-		build->maxlinks = newmax;
-		MemoryContextSwitchTo(build->tmpcxt);
-	}
-	node->first_link = build->nlinks;
-	for (int i = 0; i < nslots; i++)
-		build->links[build->nlinks + i] = -1;
-	build->nlinks += nslots;
+	MemoryContextSwitchTo(oldcxt);
+	node->first_link = reserve_links(build, node);
+	MemoryContextSwitchTo(build->tmpcxt);
 
 	if (!isnull[0])
-		mem_insert(build, build->nnodes);
-	build->nnodes++;
-	if (build->nnodes % 1000 == 0)
-		pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_DONE, build->nnodes);
+		mem_insert(build, q);
+	if (build->report_progress && (q + 1) % 1000 == 0)
+		pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_DONE, q + 1);
 	MemoryContextSwitchTo(oldcxt);
 	MemoryContextReset(build->tmpcxt);
 }
@@ -903,6 +1129,197 @@ graph_memory(const VecIndexInfo *info, double nrows)
 		links * (sizeof(int32) + sizeof(float));
 }
 
+/* Each process's own search scratch */
+static void
+allocate_scratch(BuildState *build)
+{
+	build->visit_mark = palloc_extended(sizeof(uint32) * build->maxnodes,
+										MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
+	build->cand_heap = palloc_extended(sizeof(MemCandidate) * (build->maxnodes + 1),
+									   MCXT_ALLOC_HUGE);
+}
+
+/* Room for the links of maxnodes nodes at the levels expected, and more */
+static int64
+initial_links(const VecIndexInfo *info, int64 maxnodes)
+{
+	return maxnodes * (2 * info->m + info->m / 2 + 1 + info->nfilters * info->filter_m);
+}
+
+/* A serial build's graph, in local memory */
+static void
+allocate_local_graph(BuildState *build)
+{
+	build->nodes = palloc_extended(sizeof(BuildNode) * build->maxnodes, MCXT_ALLOC_HUGE);
+	build->codes = palloc_extended((Size) build->maxnodes * build->info->dim, MCXT_ALLOC_HUGE);
+	build->maxlinks = initial_links(build->info, build->maxnodes);
+	build->links = palloc_extended(sizeof(int32) * build->maxlinks, MCXT_ALLOC_HUGE);
+	build->link_dist = palloc_extended(sizeof(float) * build->maxlinks, MCXT_ALLOC_HUGE);
+	allocate_scratch(build);
+}
+
+/* Point a participant's build state at the shared graph */
+static void
+attach_shared_graph(BuildState *build, VecBuildShared *shared)
+{
+	char	   *base = (char *) shared;
+
+	build->shared = shared;
+	build->maxnodes = shared->maxnodes;
+	build->maxlinks = shared->maxlinks;
+	build->nodes = (BuildNode *) (base + shared->nodes_offset);
+	build->codes = (uint8 *) (base + shared->codes_offset);
+	build->links = (int32 *) (base + shared->links_offset);
+	build->link_dist = (float *) (base + shared->dist_offset);
+}
+
+/* Insert the rows a parallel heap scan hands this participant */
+static void
+insert_scanned_rows(BuildState *build, ParallelTableScanDesc pscan, Relation heap,
+					IndexInfo *indexInfo)
+{
+	TableScanDesc scan = table_beginscan_parallel(heap, pscan);
+
+	(void) table_index_build_scan(heap, build->index, indexInfo, true, build->report_progress,
+								  graph_callback, build, scan);
+}
+
+void
+archer_vector_build_worker(dsm_segment *seg, shm_toc *toc)
+{
+	VecBuildShared *shared = shm_toc_lookup(toc, VEC_PARALLEL_KEY_SHARED, false);
+	ParallelTableScanDesc pscan = shm_toc_lookup(toc, VEC_PARALLEL_KEY_SCAN, false);
+	LOCKMODE	heap_lockmode = shared->isconcurrent ? ShareUpdateExclusiveLock : ShareLock;
+	LOCKMODE	index_lockmode = shared->isconcurrent ? RowExclusiveLock : AccessExclusiveLock;
+	Relation	heap = table_open(shared->heaprelid, heap_lockmode);
+	Relation	index = index_open(shared->indexrelid, index_lockmode);
+	IndexInfo  *indexInfo = BuildIndexInfo(index);
+	const float *ranges = (const float *) ((char *) shared + shared->ranges_offset);
+	BuildState	build = {0};
+
+	indexInfo->ii_Concurrent = shared->isconcurrent;
+	LWLockRegisterTranche(shared->lock_tranche, "archer_vector_build");
+	build.index = index;
+	build.info = build_info(index);
+	build.info->dim = shared->dim;
+	vec_init_quantizers(build.info, ranges, ranges + shared->dim);
+	build.in_memory = true;
+	build.tmpcxt = AllocSetContextCreate(CurrentMemoryContext, "archer_vector build",
+										 ALLOCSET_DEFAULT_SIZES);
+	attach_shared_graph(&build, shared);
+	allocate_scratch(&build);
+	/* each participant its own stream of levels */
+	vec_reset_levels(ParallelWorkerNumber + 1);
+	insert_scanned_rows(&build, pscan, heap, indexInfo);
+	MemoryContextDelete(build.tmpcxt);
+	index_close(index, index_lockmode);
+	table_close(heap, heap_lockmode);
+}
+
+/* Lay out the shared chunk: the header, the ranges, the graph's arrays */
+static Size
+shared_graph_layout(VecBuildShared *layout, const VecIndexInfo *info, int64 maxnodes)
+{
+	Size		size = MAXALIGN(sizeof(VecBuildShared));
+
+	layout->dim = info->dim;
+	layout->maxnodes = maxnodes;
+	layout->maxlinks = initial_links(info, maxnodes);
+	layout->ranges_offset = size;
+	size = add_size(size, MAXALIGN(mul_size(2 * sizeof(float), info->dim)));
+	layout->nodes_offset = size;
+	size = add_size(size, MAXALIGN(mul_size(sizeof(BuildNode), maxnodes)));
+	layout->codes_offset = size;
+	size = add_size(size, MAXALIGN(mul_size(info->dim, maxnodes)));
+	layout->links_offset = size;
+	size = add_size(size, MAXALIGN(mul_size(sizeof(int32), layout->maxlinks)));
+	layout->dist_offset = size;
+	return add_size(size, mul_size(sizeof(float), layout->maxlinks));
+}
+
+/*
+ * Pass 2 with parallel workers, when the planner grants some for this table
+ * (max_parallel_maintenance_workers, the table's size and parallel_workers
+ * option, parallel-safe index expressions): the graph goes to shared
+ * memory, the leader and the workers insert the rows, and the leader's
+ * build state then holds the whole graph.  Returns the parallel context,
+ * which holds the graph until vec_build has written it out, or NULL: no
+ * workers, build serially.
+ */
+static ParallelContext *
+insert_rows_in_parallel(BuildState *build, Relation heap, IndexInfo *indexInfo)
+{
+	Relation	index = build->index;
+	ParallelContext *pcxt;
+	VecBuildShared layout = {0};
+	VecBuildShared *shared;
+	ParallelTableScanDesc pscan;
+	Snapshot	snapshot;
+	Size		shared_size;
+	Size		scan_size;
+	int			nworkers;
+
+	if (!IsUnderPostmaster || !IsNormalProcessingMode())
+		return NULL;
+	nworkers = plan_create_index_workers(RelationGetRelid(heap), RelationGetRelid(index));
+	if (nworkers <= 0)
+		return NULL;
+
+	EnterParallelMode();
+	pcxt = CreateParallelContext("archer", "archer_vector_build_worker", nworkers);
+	snapshot = indexInfo->ii_Concurrent ? RegisterSnapshot(GetTransactionSnapshot()) : SnapshotAny;
+	shared_size = shared_graph_layout(&layout, build->info, build->maxnodes);
+	scan_size = table_parallelscan_estimate(heap, snapshot);
+	shm_toc_estimate_chunk(&pcxt->estimator, shared_size);
+	shm_toc_estimate_chunk(&pcxt->estimator, scan_size);
+	shm_toc_estimate_keys(&pcxt->estimator, 2);
+	InitializeParallelDSM(pcxt);
+
+	shared = shm_toc_allocate(pcxt->toc, shared_size);
+	memcpy(shared, &layout, sizeof(VecBuildShared));
+	shared->heaprelid = RelationGetRelid(heap);
+	shared->indexrelid = RelationGetRelid(index);
+	shared->isconcurrent = indexInfo->ii_Concurrent;
+	pg_atomic_init_u64(&shared->nnodes, 0);
+	pg_atomic_init_u64(&shared->nlinks, 0);
+	SpinLockInit(&shared->mutex);
+	shared->entry = -1;
+	shared->entry_level = 0;
+	if (lock_tranche == 0)
+		lock_tranche = LWLockNewTrancheId();
+	shared->lock_tranche = lock_tranche;
+	LWLockRegisterTranche(shared->lock_tranche, "archer_vector_build");
+	for (int i = 0; i < VEC_BUILD_LOCKS; i++)
+		LWLockInitialize(&shared->locks[i].lock, shared->lock_tranche);
+	memcpy((char *) shared + shared->ranges_offset, build->min, sizeof(float) * build->info->dim);
+	memcpy((char *) shared + shared->ranges_offset + sizeof(float) * build->info->dim,
+		   build->max, sizeof(float) * build->info->dim);
+	shm_toc_insert(pcxt->toc, VEC_PARALLEL_KEY_SHARED, shared);
+	pscan = shm_toc_allocate(pcxt->toc, scan_size);
+	table_parallelscan_initialize(heap, pscan, snapshot);
+	shm_toc_insert(pcxt->toc, VEC_PARALLEL_KEY_SCAN, pscan);
+	attach_shared_graph(build, shared);
+	allocate_scratch(build);
+
+	LaunchParallelWorkers(pcxt);
+	ereport(DEBUG1,
+			(errmsg_internal("archer_vector build of index \"%s\": %d of %d parallel workers launched",
+							 RelationGetRelationName(index), pcxt->nworkers_launched, nworkers)));
+	/* the leader inserts rows too, then waits for the rest */
+	insert_scanned_rows(build, pscan, heap, indexInfo);
+	WaitForParallelWorkersToFinish(pcxt);
+
+	/* from here on the leader alone: the serial phases take no locks */
+	build->shared = NULL;
+	build->nnodes = (int64) pg_atomic_read_u64(&shared->nnodes);
+	build->nlinks = (int64) pg_atomic_read_u64(&shared->nlinks);
+	build->entry = shared->entry;
+	build->entry_level = shared->entry_level;
+	if (IsMVCCSnapshot(snapshot))
+		UnregisterSnapshot(snapshot);
+	return pcxt;
+}
+
 IndexBuildResult *
 vec_build(Relation heap, Relation index, IndexInfo *indexInfo)
 {
@@ -912,13 +1329,15 @@ vec_build(Relation heap, Relation index, IndexInfo *indexInfo)
 	int			quantizer_pages = 0;
 	BlockNumber first_node_blkno;
 	VecMetaPageData *meta;
+	ParallelContext *pcxt = NULL;
 
 	if (RelationGetNumberOfBlocks(index) != 0)
 		elog(ERROR, "index \"%s\" already contains data", RelationGetRelationName(index));
 
 	build.index = index;
 	build.info = build_info(index);
-	vec_reset_levels();
+	build.report_progress = true;
+	vec_reset_levels(0);
 	build.tmpcxt = AllocSetContextCreate(CurrentMemoryContext, "archer_vector build",
 										 ALLOCSET_DEFAULT_SIZES);
 	if (build.info->dim > 0)
@@ -977,16 +1396,9 @@ vec_build(Relation heap, Relation index, IndexInfo *indexInfo)
 	if (build.in_memory && build.nrows > 0)
 	{
 		build.maxnodes = (int64) (build.nrows + build.nnulls);
-		build.nodes = palloc_extended(sizeof(BuildNode) * build.maxnodes, MCXT_ALLOC_HUGE);
-		build.codes = palloc_extended((Size) build.maxnodes * build.info->dim, MCXT_ALLOC_HUGE);
-		build.maxlinks = (int64) (build.maxnodes * (2 * build.info->m + build.info->m / 2 + 1 +
-												 build.info->nfilters * build.info->filter_m));
-		build.links = palloc_extended(sizeof(int32) * build.maxlinks, MCXT_ALLOC_HUGE);
-		build.link_dist = palloc_extended(sizeof(float) * build.maxlinks, MCXT_ALLOC_HUGE);
-		build.visit_mark = palloc_extended(sizeof(uint32) * build.maxnodes,
-										   MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
-		build.cand_heap = palloc_extended(sizeof(MemCandidate) * (build.maxnodes + 1),
-										  MCXT_ALLOC_HUGE);
+		pcxt = insert_rows_in_parallel(&build, heap, indexInfo);
+		if (pcxt == NULL)
+			allocate_local_graph(&build);
 	}
 	/*
 	 * Row by row, every change is WAL-logged as an insert's: the meta and
@@ -996,7 +1408,7 @@ vec_build(Relation heap, Relation index, IndexInfo *indexInfo)
 	 */
 	if (!build.in_memory && build.nrows + build.nnulls > 0)
 		archer_log_all_pages(index);
-	if (build.nrows + build.nnulls > 0)
+	if (build.nrows + build.nnulls > 0 && pcxt == NULL)
 		table_index_build_scan(heap, index, indexInfo, true, true, graph_callback, &build, NULL);
 	if (build.in_memory && build.entry >= 0 && build.info->filter_m > 0)
 		build_filter_lists(&build);
@@ -1023,6 +1435,11 @@ vec_build(Relation heap, Relation index, IndexInfo *indexInfo)
 		meta->insert_page = ItemPointerGetBlockNumber(&build.nodes[order[build.nnodes - 1]].tid);
 		MarkBufferDirty(metabuf);
 		UnlockReleaseBuffer(metabuf);
+	}
+	if (pcxt != NULL)
+	{
+		DestroyParallelContext(pcxt);
+		ExitParallelMode();
 	}
 
 	pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE, VEC_PHASE_WAL);

@@ -272,15 +272,17 @@ vec_check_dim(const VecIndexInfo *info, int dim)
 /*
  * Node levels come from a generator of our own with a fixed seed, reset
  * for each build: the same rows in the same order give the same graph, so
- * recall figures and tests are reproducible.
+ * recall figures and tests are reproducible.  Each participant of a
+ * parallel build draws from its own stream (a serial build's is 0); the
+ * order rows reach them is not reproducible anyway.
  */
 static pg_prng_state level_prng;
 static bool level_prng_seeded = false;
 
 void
-vec_reset_levels(void)
+vec_reset_levels(uint64 stream)
 {
-	pg_prng_seed(&level_prng, UINT64CONST(0x5eed0a7c4e7));
+	pg_prng_seed(&level_prng, UINT64CONST(0x5eed0a7c4e7) + stream);
 	level_prng_seeded = true;
 }
 
@@ -292,7 +294,7 @@ vec_random_level(int m)
 	int			level;
 
 	if (!level_prng_seeded)
-		vec_reset_levels();
+		vec_reset_levels(0);
 	level = (int) floor(-log(Max(pg_prng_double(&level_prng), 1e-300)) * ml);
 	return Min(level, VEC_MAX_LAYERS - 1);
 }

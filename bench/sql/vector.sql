@@ -128,16 +128,21 @@ END $$;
 
 -- CREATE INDEX, timed, with its size; p_meta says which participant,
 -- data set and operator it serves
-CREATE FUNCTION vbench_build(p_name text, p_table text, p_def text, p_meta jsonb DEFAULT '{}')
+-- p_workers: max_parallel_maintenance_workers for this build (0: serial)
+CREATE FUNCTION vbench_build(p_name text, p_table text, p_def text, p_meta jsonb DEFAULT '{}',
+							 p_workers int DEFAULT 0)
 RETURNS jsonb LANGUAGE plpgsql AS $$
 DECLARE
-	t0 timestamptz := clock_timestamp();
+	t0 timestamptz;
 	secs float8;
 	result jsonb;
 BEGIN
+	PERFORM set_config('max_parallel_maintenance_workers', p_workers::text, true);
+	t0 := clock_timestamp();
 	EXECUTE format('CREATE INDEX %I ON %I USING %s', p_name, p_table, p_def);
 	secs := extract(epoch FROM clock_timestamp() - t0);
 	result := p_meta || jsonb_build_object('definition', p_def, 'table', p_table, 'seconds', secs,
+										   'workers', p_workers,
 										   'size_bytes', pg_relation_size(p_name::regclass));
 	INSERT INTO vbench_result (phase, name, m) VALUES ('build', p_name, result);
 	RETURN result;
