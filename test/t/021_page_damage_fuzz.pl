@@ -282,8 +282,12 @@ sub damage
 			my @t = map { [ $_->[1], $_->[2] ] } normal_items($page);
 			if (@t)
 			{
-				# a neighbour slot: layer 0 or the filter list (24 slots)
-				my $slot = $t[ int(rand(@t)) ][0] + 24 + 12 * int(rand(24));
+				# a neighbour slot: layer 0 or the filter list (24 slots);
+				# past the page's end (a short node near it, such as a
+				# NULL-vector row's entry), the first slot
+				my $item = $t[ int(rand(@t)) ][0];
+				my $slot = $item + 24 + 12 * int(rand(24));
+				$slot = $item + 24 if $slot + 6 > $BLCKSZ;
 				$page = set_block($page, $slot, bad_block($blk, $nblocks));
 				$page = set_u16($page, $slot + 4, pick(1, 2, 0, 300, 65535)) if rand() < 0.5;
 				$off = undef;
