@@ -16,20 +16,26 @@
  *
  * Parallel build.  When the planner grants workers
  * (max_parallel_maintenance_workers, plan_create_index_workers), the graph
- * lives in the parallel context's dynamic shared memory instead, and the
+ * lives in a dynamic shared memory segment of its own instead, and the
  * leader and its workers each insert the rows a parallel heap scan hands
  * them (the first pass stays serial: it is a fraction of the work).  Node
- * numbers and link slots are taken from atomic counters; a node is
- * written whole before any other node links to it, so readers only meet
- * finished nodes.  A node's link lists (every layer and filter list) are
- * guarded by one of VEC_BUILD_LOCKS striped LWLocks, node % VEC_BUILD_LOCKS:
- * a search copies a list under the lock in share mode, a link change
- * holds it exclusively, and no process ever holds two of them, so they
- * cannot deadlock.  The entry point is read and replaced under a spinlock.
- * An insert searches every layer first and links afterwards, so no other
- * process can reach the node before its own lists are written.  The
- * filter lists, the orphans' reconnection and the pages are then the
- * leader's, serially, on the shared arrays.
+ * numbers and link slots are taken from atomic counters (every node's
+ * layer 0 and filter lists have room; the layers above draw on a budget,
+ * and a node gets a lower level when it runs short); a node is written
+ * whole before any other node links to it, so readers only meet finished
+ * nodes.  A node's link lists (every layer and filter list) are guarded
+ * by one of VEC_BUILD_LOCKS striped LWLocks, node % VEC_BUILD_LOCKS: a
+ * search copies a list under the lock in share mode, a link change holds
+ * it exclusively, and no process ever holds two of them, so they cannot
+ * deadlock.  The entry point is read and replaced under a spinlock (two
+ * nodes above its level inserted at once: the one that does not become
+ * the entry point stays unlinked on the layers above the old entry
+ * point's, which costs search quality a little, never an answer).  An
+ * insert searches every layer first and links afterwards, so no other
+ * process can reach the node before its own lists are written.  The filter
+ * lists, the orphans' reconnection and the pages are then the leader's,
+ * serially, on the shared arrays.  Each worker's search scratch (about 20
+ * bytes a row) comes on top of maintenance_work_mem's graph.
  *
  *-------------------------------------------------------------------------
  */
@@ -49,6 +55,7 @@
 #include "optimizer/optimizer.h"
 #include "pgstat.h"
 #include "port/atomics.h"
+#include "storage/dsm.h"
 #include "storage/lwlock.h"
 #include "storage/spin.h"
 #include "utils/lsyscache.h"
@@ -65,7 +72,7 @@
 /* a parallel build's lock stripes over the nodes' link lists */
 #define VEC_BUILD_LOCKS			1024
 
-#define VEC_PARALLEL_KEY_SHARED		UINT64CONST(0xA7E1000000000011)
+#define VEC_PARALLEL_KEY_GRAPH		UINT64CONST(0xA7E1000000000011)
 #define VEC_PARALLEL_KEY_SCAN		UINT64CONST(0xA7E1000000000012)
 
 /* In-memory graph */
@@ -88,10 +95,12 @@ typedef struct BuildNode
 } BuildNode;
 
 /*
- * What the participants of a parallel build share, in one chunk of the
- * parallel context's DSM: this header, then the quantizer's ranges (min[]
- * then max[]) and the graph's arrays, at the offsets below from the
- * header's start
+ * What the participants of a parallel build share, in a DSM segment of its
+ * own (the graph can be far larger than what the parallel context's
+ * segment falls back to when no segment is left: then the build is
+ * serial): this header, then the quantizer's ranges (min[] then max[]) and
+ * the graph's arrays, at the offsets below from the header's start.  The
+ * parallel context's segment holds its handle.
  */
 typedef struct VecBuildShared
 {
@@ -108,6 +117,9 @@ typedef struct VecBuildShared
 	Size		dist_offset;
 	pg_atomic_uint64 nnodes;	/* nodes numbered so far */
 	pg_atomic_uint64 nlinks;	/* link slots handed out so far */
+	pg_atomic_uint64 spare_links;	/* slots left for layers above 0 */
+	pg_atomic_uint64 lowered;	/* nodes that got a lower level for want of them */
+	pg_atomic_uint64 worker_rows;	/* rows the workers inserted */
 	slock_t		mutex;
 	int64		entry;			/* under mutex; -1 before the first node */
 	int			entry_level;	/* under mutex */
@@ -143,6 +155,7 @@ typedef struct BuildState
 	/* a parallel build's shared graph (nodes .. link_dist point into it), or NULL */
 	VecBuildShared *shared;
 	bool		report_progress;	/* false in parallel workers */
+	int64		ninserted;		/* rows this process put in the graph */
 } BuildState;
 
 PGDLLEXPORT void archer_vector_build_worker(dsm_segment *seg, shm_toc *toc);
@@ -856,9 +869,13 @@ node_slots(const VecIndexInfo *info, int level)
 
 /*
  * Reserve a node's link slots, all set empty; returns the first.  A serial
- * build grows the arrays as needed.  A parallel build's arrays are fixed
- * (room for the levels expected, and more): should they run short, the
- * node gets a lower level, down to layer 0, for which every node has room.
+ * build grows the arrays as needed.  A parallel build's arrays are fixed:
+ * layer 0 and the filter lists of every node counted (node_slots at level
+ * 0), and a budget of spare slots for the layers above, from which each
+ * node takes what its level needs; should the budget run short, the node
+ * gets a lower level.  Slots are handed out in the order nodes take them,
+ * and never past the end: the budget and the nodes' own slots add up to
+ * the arrays' size.
  */
 static int64
 reserve_links(BuildState *build, BuildNode *node)
@@ -882,23 +899,30 @@ reserve_links(BuildState *build, BuildNode *node)
 	}
 	else
 	{
-		uint64		current = pg_atomic_read_u64(&build->shared->nlinks);
+		VecBuildShared *shared = build->shared;
+		uint64		spare = pg_atomic_read_u64(&shared->spare_links);
+		bool		lowered = false;
 
-		for (;;)
+		while (node->level > 0)
 		{
-			nslots = node_slots(build->info, node->level);
-			if (current + nslots <= (uint64) build->maxlinks)
+			uint64		upper = (uint64) node->level * build->info->m;
+
+			if (upper <= spare)
 			{
-				if (pg_atomic_compare_exchange_u64(&build->shared->nlinks, &current,
-												   current + nslots))
+				if (pg_atomic_compare_exchange_u64(&shared->spare_links, &spare, spare - upper))
 					break;
 			}
-			else if (node->level > 0)
-				node->level--;
 			else
-				elog(ERROR, "archer_vector build: no link slots left for layer 0");
+			{
+				node->level--;
+				lowered = true;
+			}
 		}
-		first = (int64) current;
+		if (lowered)
+			pg_atomic_fetch_add_u64(&shared->lowered, 1);
+		nslots = node_slots(build->info, node->level);
+		first = (int64) pg_atomic_fetch_add_u64(&shared->nlinks, nslots);
+		Assert(first + nslots <= build->maxlinks);
 	}
 	for (int i = 0; i < nslots; i++)
 		build->links[first + i] = -1;
@@ -954,6 +978,7 @@ graph_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
 
 	if (!isnull[0])
 		mem_insert(build, q);
+	build->ninserted++;
 	if (build->report_progress && (q + 1) % 1000 == 0)
 		pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_DONE, q + 1);
 	MemoryContextSwitchTo(oldcxt);
@@ -1187,16 +1212,27 @@ insert_scanned_rows(BuildState *build, ParallelTableScanDesc pscan, Relation hea
 void
 archer_vector_build_worker(dsm_segment *seg, shm_toc *toc)
 {
-	VecBuildShared *shared = shm_toc_lookup(toc, VEC_PARALLEL_KEY_SHARED, false);
+	dsm_handle *graph_handle = shm_toc_lookup(toc, VEC_PARALLEL_KEY_GRAPH, false);
 	ParallelTableScanDesc pscan = shm_toc_lookup(toc, VEC_PARALLEL_KEY_SCAN, false);
-	LOCKMODE	heap_lockmode = shared->isconcurrent ? ShareUpdateExclusiveLock : ShareLock;
-	LOCKMODE	index_lockmode = shared->isconcurrent ? RowExclusiveLock : AccessExclusiveLock;
-	Relation	heap = table_open(shared->heaprelid, heap_lockmode);
-	Relation	index = index_open(shared->indexrelid, index_lockmode);
-	IndexInfo  *indexInfo = BuildIndexInfo(index);
-	const float *ranges = (const float *) ((char *) shared + shared->ranges_offset);
+	dsm_segment *graph_seg = dsm_attach(*graph_handle);
+	VecBuildShared *shared;
+	LOCKMODE	heap_lockmode;
+	LOCKMODE	index_lockmode;
+	Relation	heap;
+	Relation	index;
+	IndexInfo  *indexInfo;
+	const float *ranges;
 	BuildState	build = {0};
 
+	if (graph_seg == NULL)
+		elog(ERROR, "archer_vector build: could not attach to the shared graph");
+	shared = dsm_segment_address(graph_seg);
+	heap_lockmode = shared->isconcurrent ? ShareUpdateExclusiveLock : ShareLock;
+	index_lockmode = shared->isconcurrent ? RowExclusiveLock : AccessExclusiveLock;
+	heap = table_open(shared->heaprelid, heap_lockmode);
+	index = index_open(shared->indexrelid, index_lockmode);
+	indexInfo = BuildIndexInfo(index);
+	ranges = (const float *) ((char *) shared + shared->ranges_offset);
 	indexInfo->ii_Concurrent = shared->isconcurrent;
 	LWLockRegisterTranche(shared->lock_tranche, "archer_vector_build");
 	build.index = index;
@@ -1211,9 +1247,11 @@ archer_vector_build_worker(dsm_segment *seg, shm_toc *toc)
 	/* each participant its own stream of levels */
 	vec_reset_levels(ParallelWorkerNumber + 1);
 	insert_scanned_rows(&build, pscan, heap, indexInfo);
+	pg_atomic_fetch_add_u64(&shared->worker_rows, build.ninserted);
 	MemoryContextDelete(build.tmpcxt);
 	index_close(index, index_lockmode);
 	table_close(heap, heap_lockmode);
+	dsm_detach(graph_seg);
 }
 
 /* Lay out the shared chunk: the header, the ranges, the graph's arrays */
@@ -1226,6 +1264,7 @@ shared_graph_layout(VecBuildShared *layout, const VecIndexInfo *info, int64 maxn
 	layout->maxnodes = maxnodes;
 	layout->maxlinks = initial_links(info, maxnodes);
 	layout->ranges_offset = size;
+	Assert(layout->maxlinks >= maxnodes * node_slots(info, 0));
 	size = add_size(size, MAXALIGN(mul_size(2 * sizeof(float), info->dim)));
 	layout->nodes_offset = size;
 	size = add_size(size, MAXALIGN(mul_size(sizeof(BuildNode), maxnodes)));
@@ -1240,48 +1279,50 @@ shared_graph_layout(VecBuildShared *layout, const VecIndexInfo *info, int64 maxn
 /*
  * Pass 2 with parallel workers, when the planner grants some for this table
  * (max_parallel_maintenance_workers, the table's size and parallel_workers
- * option, parallel-safe index expressions): the graph goes to shared
- * memory, the leader and the workers insert the rows, and the leader's
- * build state then holds the whole graph.  Returns the parallel context,
- * which holds the graph until vec_build has written it out, or NULL: no
- * workers, build serially.
+ * option, parallel-safe index expressions) and a DSM segment is left for
+ * the graph: the leader (unless parallel_leader_participation is off and a
+ * worker runs) and the workers insert the rows, and the leader's build
+ * state then holds the whole graph.  Returns the parallel context, or NULL:
+ * build serially.  The graph stays in *graph_seg until vec_build has
+ * written it out.
  */
 static ParallelContext *
-insert_rows_in_parallel(BuildState *build, Relation heap, IndexInfo *indexInfo)
+insert_rows_in_parallel(BuildState *build, Relation heap, IndexInfo *indexInfo,
+						dsm_segment **graph_seg)
 {
 	Relation	index = build->index;
 	ParallelContext *pcxt;
 	VecBuildShared layout = {0};
 	VecBuildShared *shared;
 	ParallelTableScanDesc pscan;
+	dsm_handle *graph_handle;
 	Snapshot	snapshot;
-	Size		shared_size;
+	Size		graph_size;
 	Size		scan_size;
 	int			nworkers;
+	int64		worker_rows;
 
 	if (!IsUnderPostmaster || !IsNormalProcessingMode())
 		return NULL;
 	nworkers = plan_create_index_workers(RelationGetRelid(heap), RelationGetRelid(index));
 	if (nworkers <= 0)
 		return NULL;
+	graph_size = shared_graph_layout(&layout, build->info, build->maxnodes);
+	*graph_seg = dsm_create(graph_size, DSM_CREATE_NULL_IF_MAXSEGMENTS);
+	if (*graph_seg == NULL)
+		return NULL;
 
-	EnterParallelMode();
-	pcxt = CreateParallelContext("archer", "archer_vector_build_worker", nworkers);
-	snapshot = indexInfo->ii_Concurrent ? RegisterSnapshot(GetTransactionSnapshot()) : SnapshotAny;
-	shared_size = shared_graph_layout(&layout, build->info, build->maxnodes);
-	scan_size = table_parallelscan_estimate(heap, snapshot);
-	shm_toc_estimate_chunk(&pcxt->estimator, shared_size);
-	shm_toc_estimate_chunk(&pcxt->estimator, scan_size);
-	shm_toc_estimate_keys(&pcxt->estimator, 2);
-	InitializeParallelDSM(pcxt);
-
-	shared = shm_toc_allocate(pcxt->toc, shared_size);
+	shared = dsm_segment_address(*graph_seg);
 	memcpy(shared, &layout, sizeof(VecBuildShared));
 	shared->heaprelid = RelationGetRelid(heap);
 	shared->indexrelid = RelationGetRelid(index);
 	shared->isconcurrent = indexInfo->ii_Concurrent;
 	pg_atomic_init_u64(&shared->nnodes, 0);
 	pg_atomic_init_u64(&shared->nlinks, 0);
+	pg_atomic_init_u64(&shared->spare_links,
+					   shared->maxlinks - shared->maxnodes * node_slots(build->info, 0));
+	pg_atomic_init_u64(&shared->lowered, 0);
+	pg_atomic_init_u64(&shared->worker_rows, 0);
 	SpinLockInit(&shared->mutex);
 	shared->entry = -1;
 	shared->entry_level = 0;
@@ -1294,19 +1335,30 @@ insert_rows_in_parallel(BuildState *build, Relation heap, IndexInfo *indexInfo)
 	memcpy((char *) shared + shared->ranges_offset, build->min, sizeof(float) * build->info->dim);
 	memcpy((char *) shared + shared->ranges_offset + sizeof(float) * build->info->dim,
 		   build->max, sizeof(float) * build->info->dim);
-	shm_toc_insert(pcxt->toc, VEC_PARALLEL_KEY_SHARED, shared);
+	attach_shared_graph(build, shared);
+	allocate_scratch(build);
+
+	EnterParallelMode();
+	pcxt = CreateParallelContext("archer", "archer_vector_build_worker", nworkers);
+	snapshot = indexInfo->ii_Concurrent ? RegisterSnapshot(GetTransactionSnapshot()) : SnapshotAny;
+	scan_size = table_parallelscan_estimate(heap, snapshot);
+	shm_toc_estimate_chunk(&pcxt->estimator, sizeof(dsm_handle));
+	shm_toc_estimate_chunk(&pcxt->estimator, scan_size);
+	shm_toc_estimate_keys(&pcxt->estimator, 2);
+	InitializeParallelDSM(pcxt);
+	graph_handle = shm_toc_allocate(pcxt->toc, sizeof(dsm_handle));
+	*graph_handle = dsm_segment_handle(*graph_seg);
+	shm_toc_insert(pcxt->toc, VEC_PARALLEL_KEY_GRAPH, graph_handle);
 	pscan = shm_toc_allocate(pcxt->toc, scan_size);
 	table_parallelscan_initialize(heap, pscan, snapshot);
 	shm_toc_insert(pcxt->toc, VEC_PARALLEL_KEY_SCAN, pscan);
-	attach_shared_graph(build, shared);
-	allocate_scratch(build);
 
 	LaunchParallelWorkers(pcxt);
 	ereport(DEBUG1,
 			(errmsg_internal("archer_vector build of index \"%s\": %d of %d parallel workers launched",
 							 RelationGetRelationName(index), pcxt->nworkers_launched, nworkers)));
-	/* the leader inserts rows too, then waits for the rest */
-	insert_scanned_rows(build, pscan, heap, indexInfo);
+	if (parallel_leader_participation || pcxt->nworkers_launched == 0)
+		insert_scanned_rows(build, pscan, heap, indexInfo);
 	WaitForParallelWorkersToFinish(pcxt);
 
 	/* from here on the leader alone: the serial phases take no locks */
@@ -1315,6 +1367,12 @@ insert_rows_in_parallel(BuildState *build, Relation heap, IndexInfo *indexInfo)
 	build->nlinks = (int64) pg_atomic_read_u64(&shared->nlinks);
 	build->entry = shared->entry;
 	build->entry_level = shared->entry_level;
+	worker_rows = (int64) pg_atomic_read_u64(&shared->worker_rows);
+	ereport(DEBUG1,
+			(errmsg_internal("archer_vector build of index \"%s\": the leader inserted %lld rows, the workers %lld; %lld nodes got a lower level for want of link slots",
+							 RelationGetRelationName(index), (long long) build->ninserted,
+							 (long long) worker_rows,
+							 (long long) pg_atomic_read_u64(&shared->lowered))));
 	if (IsMVCCSnapshot(snapshot))
 		UnregisterSnapshot(snapshot);
 	return pcxt;
@@ -1330,6 +1388,7 @@ vec_build(Relation heap, Relation index, IndexInfo *indexInfo)
 	BlockNumber first_node_blkno;
 	VecMetaPageData *meta;
 	ParallelContext *pcxt = NULL;
+	dsm_segment *graph_seg = NULL;
 
 	if (RelationGetNumberOfBlocks(index) != 0)
 		elog(ERROR, "index \"%s\" already contains data", RelationGetRelationName(index));
@@ -1396,7 +1455,7 @@ vec_build(Relation heap, Relation index, IndexInfo *indexInfo)
 	if (build.in_memory && build.nrows > 0)
 	{
 		build.maxnodes = (int64) (build.nrows + build.nnulls);
-		pcxt = insert_rows_in_parallel(&build, heap, indexInfo);
+		pcxt = insert_rows_in_parallel(&build, heap, indexInfo, &graph_seg);
 		if (pcxt == NULL)
 			allocate_local_graph(&build);
 	}
@@ -1440,6 +1499,7 @@ vec_build(Relation heap, Relation index, IndexInfo *indexInfo)
 	{
 		DestroyParallelContext(pcxt);
 		ExitParallelMode();
+		dsm_detach(graph_seg);
 	}
 
 	pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE, VEC_PHASE_WAL);
