@@ -31,7 +31,6 @@
 #include "access/xact.h"
 #include "catalog/index.h"
 #include "miscadmin.h"
-#include "optimizer/optimizer.h"
 #include "storage/buffile.h"
 #include "storage/sharedfileset.h"
 #include "storage/spin.h"
@@ -204,9 +203,7 @@ geo_parallel_begin(Relation heap, Relation index, IndexInfo *indexInfo)
 	Size		scan_size;
 	int			nworkers;
 
-	if (!IsUnderPostmaster || !IsNormalProcessingMode())
-		return NULL;
-	nworkers = plan_create_index_workers(RelationGetRelid(heap), RelationGetRelid(index));
+	nworkers = archer_build_workers(heap, index);
 	if (nworkers <= 0)
 		return NULL;
 

@@ -29,6 +29,7 @@
 #include "access/rmgr.h"
 #include "access/xloginsert.h"
 #include "miscadmin.h"
+#include "optimizer/optimizer.h"
 #include "pgstat.h"
 #include "storage/lmgr.h"
 #include "utils/rel.h"
@@ -320,6 +321,20 @@ archer_new_buffer(Relation index)
  * Append a page image built in local memory as the next block of an index
  * under construction (no WAL: see archer_log_all_pages).
  */
+/*
+ * The parallel workers the planner grants a CREATE INDEX of this table, as
+ * for a btree (max_parallel_maintenance_workers, the table's size and
+ * parallel_workers option, parallel-safe index expressions, 32MB of
+ * maintenance_work_mem a process); 0 in a standalone backend or bootstrap
+ */
+int
+archer_build_workers(Relation heap, Relation index)
+{
+	if (!IsUnderPostmaster || !IsNormalProcessingMode())
+		return 0;
+	return plan_create_index_workers(RelationGetRelid(heap), RelationGetRelid(index));
+}
+
 void
 archer_write_new_page(Relation index, BlockNumber expected, Page page)
 {

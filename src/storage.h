@@ -187,6 +187,7 @@ extern void archer_verify_check_memory(Relation index, Size bytes);
 pg_noreturn extern void archer_corrupted(Relation index, BlockNumber blkno,
 										 const char *detail);
 extern void archer_write_new_page(Relation index, BlockNumber expected, Page page);
+extern int	archer_build_workers(Relation heap, Relation index);
 extern void archer_log_all_pages(Relation index);
 extern void archer_page_append_logged(Relation index, Buffer buf, const void *entries, int n,
 									  Size entry_size);

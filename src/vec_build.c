@@ -1302,9 +1302,7 @@ insert_rows_in_parallel(BuildState *build, Relation heap, IndexInfo *indexInfo,
 	int			nworkers;
 	int64		worker_rows;
 
-	if (!IsUnderPostmaster || !IsNormalProcessingMode())
-		return NULL;
-	nworkers = plan_create_index_workers(RelationGetRelid(heap), RelationGetRelid(index));
+	nworkers = archer_build_workers(heap, index);
 	if (nworkers <= 0)
 		return NULL;
 	graph_size = shared_graph_layout(&layout, build->info, build->maxnodes);

@@ -17,7 +17,23 @@ use Test::More;
 use Time::HiRes qw(time);
 
 our @EXPORT = qw(log_problems catch_up compare_nodes check_answers
-  batch_script acked_batches check_error as_role vacuum_dead_rows);
+  batch_script acked_batches check_error as_role vacuum_dead_rows
+  parallel_build_conf);
+
+# postgresql.conf lines for the parallel build tests: 2 workers for any
+# table (min_parallel_table_scan_size = 0), and maintenance_work_mem for
+# the 32MB a process the planner asks of each, leader included
+sub parallel_build_conf
+{
+	return q{
+autovacuum = off
+max_worker_processes = 8
+max_parallel_workers = 8
+max_parallel_maintenance_workers = 2
+maintenance_work_mem = 1GB
+min_parallel_table_scan_size = 0
+};
+}
 
 # The lines of $node's log that show redo failed or a process died: an
 # inconsistent page, a PANIC, an assertion, a signal, any FATAL but a

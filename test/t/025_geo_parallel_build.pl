@@ -24,6 +24,9 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use ArcherTest;
 
 my $ROWS = $ENV{ARCHER_LONG_TESTS} ? 3_500_000 : 60_000;
 my $BUILD_MEM = $ENV{ARCHER_LONG_TESTS} ? '64MB' : '96MB';
@@ -31,15 +34,7 @@ my $WORKERS = $ENV{ARCHER_LONG_TESTS} ? 1 : 2;
 
 my $node = PostgreSQL::Test::Cluster->new('gparallel');
 $node->init;
-$node->append_conf(
-	'postgresql.conf', q{
-autovacuum = off
-max_worker_processes = 8
-max_parallel_workers = 8
-max_parallel_maintenance_workers = 2
-maintenance_work_mem = 1GB
-min_parallel_table_scan_size = 0
-});
+$node->append_conf('postgresql.conf', parallel_build_conf());
 $node->start;
 my $has_postgis = $node->safe_psql('postgres',
 	"SELECT count(*) FROM pg_available_extensions WHERE name = 'postgis'");

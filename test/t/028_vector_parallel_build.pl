@@ -25,21 +25,16 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use ArcherTest;
 
 my $ROWS = $ENV{ARCHER_LONG_TESTS} ? 200_000 : 20_000;
 my $QUERIES = 40;
 
 my $primary = PostgreSQL::Test::Cluster->new('vparallel');
 $primary->init(allows_streaming => 1);
-$primary->append_conf(
-	'postgresql.conf', q{
-autovacuum = off
-max_worker_processes = 8
-max_parallel_workers = 8
-max_parallel_maintenance_workers = 2
-maintenance_work_mem = 1GB
-min_parallel_table_scan_size = 0
-});
+$primary->append_conf('postgresql.conf', parallel_build_conf());
 $primary->start;
 $primary->safe_psql('postgres', 'CREATE EXTENSION archer');
 $primary->backup('base');
