@@ -318,10 +318,6 @@ archer_new_buffer(Relation index)
 }
 
 /*
- * Append a page image built in local memory as the next block of an index
- * under construction (no WAL: see archer_log_all_pages).
- */
-/*
  * The parallel workers the planner grants a CREATE INDEX of this table, as
  * for a btree (max_parallel_maintenance_workers, the table's size and
  * parallel_workers option, parallel-safe index expressions, 32MB of
@@ -335,6 +331,10 @@ archer_build_workers(Relation heap, Relation index)
 	return plan_create_index_workers(RelationGetRelid(heap), RelationGetRelid(index));
 }
 
+/*
+ * Append a page image built in local memory as the next block of an index
+ * under construction (no WAL: see archer_log_all_pages).
+ */
 void
 archer_write_new_page(Relation index, BlockNumber expected, Page page)
 {

@@ -550,49 +550,31 @@ link_back(BuildState *build, int64 q, const MemCandidate *selected, int nselecte
 }
 
 /*
- * Where an insert starts: the entry point and its level; when there is
- * none yet, q (of the given level) becomes it and the result is false
+ * Node q of the given level becomes the entry point if there is none yet
+ * or (raise) it lies above the entry point's top layer.  Returns the entry
+ * point from before, -1 if there was none, with its level in *entry_level.
+ * A parallel build's entry point is the shared one, under its spinlock.
  */
-static bool
-graph_entry(BuildState *build, int64 q, int level, int64 *entry, int *entry_level)
+static int64
+update_entry(BuildState *build, int64 q, int level, bool raise, int *entry_level)
 {
 	VecBuildShared *shared = build->shared;
 	int64	   *current = shared ? &shared->entry : &build->entry;
 	int		   *current_level = shared ? &shared->entry_level : &build->entry_level;
-	bool		first;
+	int64		before;
 
 	if (shared)
 		SpinLockAcquire(&shared->mutex);
-	first = *current < 0;
-	if (first)
-	{
-		*current = q;
-		*current_level = level;
-	}
-	*entry = *current;
+	before = *current;
 	*entry_level = *current_level;
-	if (shared)
-		SpinLockRelease(&shared->mutex);
-	return !first;
-}
-
-/* An inserted node of a level above the entry point's becomes the entry point */
-static void
-offer_entry(BuildState *build, int64 q, int level)
-{
-	VecBuildShared *shared = build->shared;
-	int64	   *current = shared ? &shared->entry : &build->entry;
-	int		   *current_level = shared ? &shared->entry_level : &build->entry_level;
-
-	if (shared)
-		SpinLockAcquire(&shared->mutex);
-	if (level > *current_level)
+	if (before < 0 || (raise && level > *current_level))
 	{
 		*current = q;
 		*current_level = level;
 	}
 	if (shared)
 		SpinLockRelease(&shared->mutex);
+	return before;
 }
 
 /*
@@ -616,7 +598,9 @@ mem_insert(BuildState *build, int64 q)
 	int			top;
 	int			nfound;
 
-	if (!graph_entry(build, q, level, &entry, &entry_level))
+	/* the first node is the entry point, and links to nothing yet */
+	entry = update_entry(build, q, level, false, &entry_level);
+	if (entry < 0)
 		return;
 
 	found = palloc(sizeof(MemCandidate) * (ef + 1));
@@ -644,7 +628,7 @@ mem_insert(BuildState *build, int64 q)
 		link_back(build, q, selected[layer], nselected[layer], layer);
 		pfree(selected[layer]);
 	}
-	offer_entry(build, q, level);
+	(void) update_entry(build, q, level, true, &entry_level);
 	pfree(found);
 }
 
