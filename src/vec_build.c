@@ -1272,7 +1272,7 @@ shared_graph_layout(VecBuildShared *layout, const VecIndexInfo *info, int64 maxn
  */
 static ParallelContext *
 insert_rows_in_parallel(BuildState *build, Relation heap, IndexInfo *indexInfo,
-						dsm_segment **graph_seg)
+						Snapshot snapshot, dsm_segment **graph_seg)
 {
 	Relation	index = build->index;
 	ParallelContext *pcxt;
@@ -1280,7 +1280,6 @@ insert_rows_in_parallel(BuildState *build, Relation heap, IndexInfo *indexInfo,
 	VecBuildShared *shared;
 	ParallelTableScanDesc pscan;
 	dsm_handle *graph_handle;
-	Snapshot	snapshot;
 	Size		graph_size;
 	Size		scan_size;
 	int			nworkers;
@@ -1322,7 +1321,6 @@ insert_rows_in_parallel(BuildState *build, Relation heap, IndexInfo *indexInfo,
 
 	EnterParallelMode();
 	pcxt = CreateParallelContext("archer", "archer_vector_build_worker", nworkers);
-	snapshot = indexInfo->ii_Concurrent ? RegisterSnapshot(GetTransactionSnapshot()) : SnapshotAny;
 	scan_size = table_parallelscan_estimate(heap, snapshot);
 	shm_toc_estimate_chunk(&pcxt->estimator, sizeof(dsm_handle));
 	shm_toc_estimate_chunk(&pcxt->estimator, scan_size);
@@ -1355,9 +1353,22 @@ insert_rows_in_parallel(BuildState *build, Relation heap, IndexInfo *indexInfo,
 							 RelationGetRelationName(index), (long long) build->ninserted,
 							 (long long) worker_rows,
 							 (long long) pg_atomic_read_u64(&shared->lowered))));
-	if (IsMVCCSnapshot(snapshot))
-		UnregisterSnapshot(snapshot);
 	return pcxt;
+}
+
+/*
+ * A heap scan for one pass of a CREATE INDEX CONCURRENTLY: both passes read
+ * the rows of one MVCC snapshot, or the second could meet rows committed
+ * after the first counted them (table_index_build_scan takes a new
+ * snapshot for each scan it starts itself).  NULL for other builds, whose
+ * lock keeps the table as it is.
+ */
+static TableScanDesc
+begin_pass(Relation heap, Snapshot snapshot)
+{
+	if (!IsMVCCSnapshot(snapshot))
+		return NULL;
+	return table_beginscan_strat(heap, snapshot, 0, NULL, true, true);
 }
 
 IndexBuildResult *
@@ -1371,6 +1382,8 @@ vec_build(Relation heap, Relation index, IndexInfo *indexInfo)
 	VecMetaPageData *meta;
 	ParallelContext *pcxt = NULL;
 	dsm_segment *graph_seg = NULL;
+	Snapshot	snapshot = indexInfo->ii_Concurrent ?
+		RegisterSnapshot(GetTransactionSnapshot()) : SnapshotAny;
 
 	if (RelationGetNumberOfBlocks(index) != 0)
 		elog(ERROR, "index \"%s\" already contains data", RelationGetRelationName(index));
@@ -1389,7 +1402,8 @@ vec_build(Relation heap, Relation index, IndexInfo *indexInfo)
 	}
 
 	pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE, VEC_PHASE_RANGES);
-	table_index_build_scan(heap, index, indexInfo, true, false, range_callback, &build, NULL);
+	table_index_build_scan(heap, index, indexInfo, true, false, range_callback, &build,
+						   begin_pass(heap, snapshot));
 
 	/*
 	 * Without rows there is nothing to train on, even with the dimension
@@ -1437,7 +1451,7 @@ vec_build(Relation heap, Relation index, IndexInfo *indexInfo)
 	if (build.in_memory && build.nrows > 0)
 	{
 		build.maxnodes = (int64) (build.nrows + build.nnulls);
-		pcxt = insert_rows_in_parallel(&build, heap, indexInfo, &graph_seg);
+		pcxt = insert_rows_in_parallel(&build, heap, indexInfo, snapshot, &graph_seg);
 		if (pcxt == NULL)
 			allocate_local_graph(&build);
 	}
@@ -1450,7 +1464,8 @@ vec_build(Relation heap, Relation index, IndexInfo *indexInfo)
 	if (!build.in_memory && build.nrows + build.nnulls > 0)
 		archer_log_all_pages(index);
 	if (build.nrows + build.nnulls > 0 && pcxt == NULL)
-		table_index_build_scan(heap, index, indexInfo, true, true, graph_callback, &build, NULL);
+		table_index_build_scan(heap, index, indexInfo, true, true, graph_callback, &build,
+							   begin_pass(heap, snapshot));
 	if (build.in_memory && build.entry >= 0 && build.info->filter_m > 0)
 		build_filter_lists(&build);
 	if (build.in_memory && build.entry >= 0)
@@ -1491,6 +1506,8 @@ vec_build(Relation heap, Relation index, IndexInfo *indexInfo)
 	if (build.nrows > 0)
 		(void) vec_relink_unreachable(index, vec_index_info(index));
 	MemoryContextDelete(build.tmpcxt);
+	if (IsMVCCSnapshot(snapshot))
+		UnregisterSnapshot(snapshot);
 
 	result = palloc(sizeof(IndexBuildResult));
 	result->heap_tuples = build.nrows + build.nnulls;
