@@ -180,6 +180,9 @@
  * "Figures once in code comments").
  */
 #define VEC_TOPUP_SLOTS(nslots)	((nslots) / 2)
+
+/* How many links of a full list may lead to exact copies of its owner */
+#define VEC_COPY_SLOTS(nslots)	Max((nslots) / 4, 2)
 #define VEC_MIN_M				2
 #define VEC_MAX_M				100
 #define VEC_MAX_BATCH			(2 * VEC_MAX_M)	/* 2m for the largest m */

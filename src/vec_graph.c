@@ -39,7 +39,9 @@
  *	  reads other nodes' codes), then written under the exclusive lock only
  *	  if the list is still the one read; otherwise it is decided again from
  *	  the list as it is now.  The new node adopts evicted links under its own
- *	  page's exclusive lock, as other inserts may be linking it meanwhile.
+ *	  page's exclusive lock, as other inserts may be linking it meanwhile;
+ *	  one it has no room for, whose target may have no other way in, it
+ *	  links all the same through add_back_link (keep_way_in).
  * No path holds two node pages' buffer locks; the meta page is always
  * locked before a node page (then the buffer page of a merged entry), so
  * inserts, merges and VACUUM cannot deadlock on buffer locks, and an
@@ -65,6 +67,11 @@
  * still find its rows, by the walk of layer 0).
  */
 #define VEC_SEED_WALK_NODES(info)	(16 * Max((info)->ef_construction, 64))
+
+/* How many links in a row keep_way_in may displace to keep a node reachable */
+#define VEC_WAY_IN_DEPTH	2
+/* How many ways in from its neighbours a node must keep (has_way_in) */
+#define VEC_WAY_IN_LINKS	2
 
 /* A chosen neighbour on one layer */
 typedef struct VecLink
@@ -562,11 +569,12 @@ add_back_link(Relation index, const VecIndexInfo *info, const VecLink *link,
 /*
  * Put each replaced link into a free slot of the same list of the node
  * (tid), unless it has that link already; returns how many it put (with
- * apply false, how many it would).
+ * apply false, how many it would, and kept[e] tells whether the node
+ * links evicted[e]'s target then).
  */
 static int
 adopt_into(VecNodeHeader *node, const VecIndexInfo *info, ItemPointer tid,
-		   const VecLink *evicted, int nevicted, bool apply)
+		   const VecLink *evicted, int nevicted, bool apply, bool *kept)
 {
 	int			nadopted = 0;
 
@@ -588,6 +596,8 @@ adopt_into(VecNodeHeader *node, const VecIndexInfo *info, ItemPointer tid,
 			else if (free_slot < 0 && !ItemPointerIsValid(&slots[i].tid))
 				free_slot = i;
 		}
+		if (!apply)
+			kept[e] = present || free_slot >= 0;
 		if (present || free_slot < 0)
 			continue;
 		nadopted++;
@@ -609,13 +619,13 @@ adopt_into(VecNodeHeader *node, const VecIndexInfo *info, ItemPointer tid,
  * free slots of its own lists, in one WAL record: a replaced link may have
  * been its target's only way in (on data with many equal vectors, whole
  * groups hang on one link), and through the new node, now linked from
- * where it was, the target stays reachable.  A link with no free slot left
- * is dropped: VACUUM relinks a node that no search reaches any more
- * (vec_reach.c).
+ * where it was, the target stays reachable.  kept[e] tells whether the
+ * new node links evicted[e]'s target now; keep_way_in looks after the
+ * others.
  */
 static void
 adopt_evicted(Relation index, const VecIndexInfo *info, ItemPointer tid,
-			  const VecLink *evicted, int nevicted)
+			  const VecLink *evicted, int nevicted, bool *kept)
 {
 	BlockNumber blkno = ItemPointerGetBlockNumber(tid);
 	OffsetNumber offnum = ItemPointerGetOffsetNumber(tid);
@@ -628,16 +638,95 @@ adopt_evicted(Relation index, const VecIndexInfo *info, ItemPointer tid,
 	buf = archer_read_page(index, blkno, BUFFER_LOCK_EXCLUSIVE, ARCHER_VEC_PAGE_ID);
 	copy = vec_page_node(index, BufferGetPage(buf), blkno, offnum, info);
 	copy = memcpy(palloc(vec_node_size(info, copy->level)), copy, vec_node_size(info, copy->level));
-	if (adopt_into(copy, info, tid, evicted, nevicted, false) > 0)
+	if (adopt_into(copy, info, tid, evicted, nevicted, false, kept) > 0)
 	{
 		state = GenericXLogStart(index);
 		(void) adopt_into(vec_page_node(index, GenericXLogRegisterBuffer(state, buf, 0), blkno,
 										offnum, info),
-						  info, tid, evicted, nevicted, true);
+						  info, tid, evicted, nevicted, true, NULL);
 		GenericXLogFinish(state);
 	}
 	UnlockReleaseBuffer(buf);
 	pfree(copy);
+}
+
+/*
+ * Whether VEC_WAY_IN_LINKS of the nodes that the node at tid links to on
+ * layer 0 link back to it there, or the node is deleted (VACUUM looks
+ * after its links): the sign that it has ways in besides a link just
+ * replaced.  One way in is not enough: two nodes that link only to each
+ * other and to a group of equal vectors each have one, and lose both when
+ * the group's links to them go.  Reads a page per neighbour, only for
+ * replaced links that the new node could not adopt.
+ */
+static bool
+has_way_in(Relation index, const VecIndexInfo *info, ItemPointer tid)
+{
+	BlockNumber blkno = ItemPointerGetBlockNumber(tid);
+	Buffer		buf = archer_read_page(index, blkno, BUFFER_LOCK_SHARE, ARCHER_VEC_PAGE_ID);
+	VecNodeHeader *node = vec_page_node(index, BufferGetPage(buf), blkno,
+										ItemPointerGetOffsetNumber(tid), info);
+	VecNeighbor *neighbors;
+	int			nslots;
+	int			found = (node->flags & VEC_NODE_DELETED) ? VEC_WAY_IN_LINKS : 0;
+
+	neighbors = vec_node_neighbors(node, info, 0, &nslots);
+	neighbors = memcpy(palloc(sizeof(VecNeighbor) * nslots), neighbors,
+					   sizeof(VecNeighbor) * nslots);
+	UnlockReleaseBuffer(buf);
+	for (int i = 0; i < nslots && found < VEC_WAY_IN_LINKS; i++)
+	{
+		VecNeighbor *back;
+		int			nback;
+
+		if (!ItemPointerIsValid(&neighbors[i].tid))
+			continue;
+		blkno = ItemPointerGetBlockNumber(&neighbors[i].tid);
+		buf = archer_read_page(index, blkno, BUFFER_LOCK_SHARE, ARCHER_VEC_PAGE_ID);
+		node = vec_page_node(index, BufferGetPage(buf), blkno,
+							 ItemPointerGetOffsetNumber(&neighbors[i].tid), info);
+		back = vec_node_neighbors(node, info, 0, &nback);
+		for (int j = 0; j < nback; j++)
+			found += ItemPointerEquals(&back[j].tid, tid);
+		UnlockReleaseBuffer(buf);
+	}
+	pfree(neighbors);
+	return found >= VEC_WAY_IN_LINKS;
+}
+
+/*
+ * A layer-0 link to evicted->tid gave way to the node at tid, which could
+ * not adopt it.  Unless the target keeps ways in (has_way_in), the node
+ * at tid links it all the same, in the slot the diversity rule picks or
+ * its farthest (it is linked from where the lost link was, so the target
+ * stays reachable); the link that gives way there is looked after alike,
+ * depth more times.  Past that it is dropped, and VACUUM relinks its
+ * target if no search reaches it (vec_reach.c).  Without this, inserts
+ * crowding the lists of a node's few neighbours leave it unreachable: a
+ * diversity-pruned graph of high intrinsic dimension (uniform random
+ * data, say) has many nodes with two or three ways in.
+ */
+static void
+keep_way_in(Relation index, const VecIndexInfo *info, ItemPointer tid,
+			const VecLink *evicted, int depth)
+{
+	uint8	   *code;
+	uint8		code_flags;
+	VecLink		from;
+	VecLink		again;
+
+	if (evicted->layer != 0 || has_way_in(index, info, (ItemPointer) &evicted->tid))
+		return;
+	code = palloc(info->dim);
+	code_flags = vec_copy_node_code(index, info, (ItemPointer) &evicted->tid, code);
+	from.layer = 0;
+	from.tid = *tid;
+	from.distance = evicted->distance;
+	if (add_back_link(index, info, &from, (ItemPointer) &evicted->tid, code, code_flags, true,
+					  &again) &&
+		ItemPointerIsValid(&again.tid) && depth > 0)
+		keep_way_in(index, info, (ItemPointer) &evicted->tid, &again, depth - 1);
+	pfree(code);
 }
 
 /*
@@ -651,6 +740,7 @@ add_back_links(Relation index, const VecIndexInfo *info, const VecLink *links, i
 			   ItemPointer tid, const uint8 *code, uint8 code_flags)
 {
 	VecLink    *evicted = palloc(sizeof(VecLink) * Max(nlinks, 1));
+	bool	   *kept;
 	int			nevicted = 0;
 	int			first = 0;
 
@@ -672,7 +762,12 @@ add_back_links(Relation index, const VecIndexInfo *info, const VecLink *links, i
 			nevicted++;
 		first = end;
 	}
-	adopt_evicted(index, info, tid, evicted, nevicted);
+	kept = palloc0(sizeof(bool) * Max(nevicted, 1));
+	adopt_evicted(index, info, tid, evicted, nevicted, kept);
+	for (int e = 0; e < nevicted; e++)
+		if (!kept[e])
+			keep_way_in(index, info, tid, &evicted[e], VEC_WAY_IN_DEPTH);
+	pfree(kept);
 	pfree(evicted);
 }
 

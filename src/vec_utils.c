@@ -1076,6 +1076,16 @@ vec_page_entry(Relation index, Page page, BlockNumber blkno, OffsetNumber offnum
  * newcomer always gets a slot: the caller found no other node that would
  * link to it, and a node nobody links to is never found by a search.
  * Returns -1 when the newcomer is left out.
+ *
+ * Links to exact copies of the owner (distance 0: equal codes) keep at
+ * most VEC_COPY_SLOTS of a full list.  By the rule above a copy displaces
+ * any other link and is never displaced, so the members of a large group
+ * of equal vectors would link only among themselves, and the rest of the
+ * graph would hang on the few links forced into the group, each lost
+ * again to the next.  Past the cap a copy is left out (forced, it takes
+ * the first copy's slot), and any other newcomer takes the first copy's
+ * slot; the copy given up keeps its ways in through the group's other
+ * members, which the insert checks (vec_graph.c, keep_way_in).
  */
 int
 vec_choose_slot(const float *link_distance, const float *between, int nslots,
@@ -1083,7 +1093,22 @@ vec_choose_slot(const float *link_distance, const float *between, int nslots,
 {
 	int			victim = -1;
 	int			farthest = 0;
+	int			ncopies = 0;
+	int			copy = -1;
 
+	for (int i = 0; i < nslots; i++)
+	{
+		if (link_distance[i] <= 0)
+		{
+			ncopies++;
+			if (copy < 0)
+				copy = i;
+		}
+	}
+	if (distance <= 0 && ncopies >= VEC_COPY_SLOTS(nslots))
+		return force ? copy : -1;
+	if (distance > 0 && ncopies > VEC_COPY_SLOTS(nslots))
+		return copy;
 	for (int i = 0; i < nslots; i++)
 	{
 		if (!force && link_distance[i] < distance && between[i] < distance)
