@@ -274,7 +274,12 @@ vec_check_dim(const VecIndexInfo *info, int dim)
  * for each build: the same rows in the same order give the same graph, so
  * recall figures and tests are reproducible.  Each participant of a
  * parallel build draws from its own stream (a serial build's is 0); the
- * order rows reach them is not reproducible anyway.
+ * order rows reach them is not reproducible anyway.  A backend that has
+ * not built an index seeds it from its own random state at its first
+ * insert: with one fixed seed every connection would draw the same
+ * levels, so that applications inserting one row per connection would
+ * give all their nodes the level of the first draw, and sessions
+ * inserting side by side would raise nodes to the top layer together.
  */
 static pg_prng_state level_prng;
 static bool level_prng_seeded = false;
@@ -294,7 +299,10 @@ vec_random_level(int m)
 	int			level;
 
 	if (!level_prng_seeded)
-		vec_reset_levels(0);
+	{
+		pg_prng_seed(&level_prng, pg_prng_uint64(&pg_global_prng_state));
+		level_prng_seeded = true;
+	}
 	level = (int) floor(-log(Max(pg_prng_double(&level_prng), 1e-300)) * ml);
 	return Min(level, VEC_MAX_LAYERS - 1);
 }
