@@ -331,6 +331,15 @@ node_distance(const BuildState *build, int64 a, int64 b)
 							 build->codes + b * dim, build->nodes[b].flags);
 }
 
+static bool
+same_code(const BuildState *build, int64 a, int64 b)
+{
+	int			dim = build->info->dim;
+
+	return vec_same_code(build->info, build->codes + a * dim, build->nodes[a].flags,
+						 build->codes + b * dim, build->nodes[b].flags);
+}
+
 static int
 mem_candidate_cmp(const void *a, const void *b)
 {
@@ -485,6 +494,7 @@ add_link_locked(BuildState *build, int64 from, int64 to, float distance, int lay
 	int64		off = link_offset(build, from, layer);
 	int			slots = layer_slots(build->info, layer);
 	float		between[VEC_MAX_BATCH];
+	bool		is_copy[VEC_MAX_BATCH];
 	int			slot;
 
 	for (int s = 0; s < slots; s++)
@@ -497,8 +507,12 @@ add_link_locked(BuildState *build, int64 from, int64 to, float distance, int lay
 		}
 	}
 	for (int s = 0; s < slots; s++)
+	{
 		between[s] = node_distance(build, to, build->links[off + s]);
-	slot = vec_choose_slot(build->link_dist + off, between, slots, distance, force);
+		is_copy[s] = same_code(build, from, build->links[off + s]);
+	}
+	slot = vec_choose_slot(build->link_dist + off, between, is_copy, slots, distance,
+						   same_code(build, from, to), force);
 	if (slot < 0)
 		return false;
 	build->links[off + slot] = to;

@@ -68,7 +68,11 @@
  */
 #define VEC_SEED_WALK_NODES(info)	(16 * Max((info)->ef_construction, 64))
 
-/* How many links in a row keep_way_in may displace to keep a node reachable */
+/*
+ * How many times keep_way_in looks after a link that its own forced link
+ * displaced: a chain forces at most VEC_WAY_IN_DEPTH + 1 links, and the
+ * link the last one displaces is dropped
+ */
 #define VEC_WAY_IN_DEPTH	2
 /* How many ways in from its neighbours a node must keep (has_way_in) */
 #define VEC_WAY_IN_LINKS	2
@@ -454,18 +458,21 @@ reuse_node(Relation index, const VecIndexInfo *info, VecNodeHeader *node, Size s
 }
 
 /*
- * Which slot of a full list the new node should take (vec_choose_slot), or
- * -1; *between gets the new node's distance to the link it replaces.
- * Reads the linked nodes' codes; the caller holds no buffer lock.
+ * Which slot of a full list the new node (code) should take
+ * (vec_choose_slot), or -1; *between gets the new node's distance to the
+ * link it replaces.  owner_code is the list's owner's.  Reads the linked
+ * nodes' codes; the caller holds no buffer lock.
  */
 static int
 choose_victim(Relation index, const VecIndexInfo *info, const uint8 *code, uint8 code_flags,
+			  const uint8 *owner_code, uint8 owner_flags,
 			  const VecNeighbor *slots, int nslots, float distance, bool force,
 			  float *victim_between)
 {
 	uint8	   *other = palloc(info->dim);
 	float		link_distance[VEC_MAX_BATCH];
 	float		between[VEC_MAX_BATCH];
+	bool		is_copy[VEC_MAX_BATCH];
 	int			victim;
 
 	for (int i = 0; i < nslots; i++)
@@ -473,10 +480,13 @@ choose_victim(Relation index, const VecIndexInfo *info, const uint8 *code, uint8
 		uint8		other_flags = vec_copy_node_code(index, info, (ItemPointer) &slots[i].tid, other);
 
 		between[i] = vec_code_distance(info, code, code_flags, other, other_flags);
+		is_copy[i] = vec_same_code(info, owner_code, owner_flags, other, other_flags);
 		link_distance[i] = slots[i].distance;
 	}
 	pfree(other);
-	victim = vec_choose_slot(link_distance, between, nslots, distance, force);
+	victim = vec_choose_slot(link_distance, between, is_copy, nslots, distance,
+							 vec_same_code(info, owner_code, owner_flags, code, code_flags),
+							 force);
 	if (victim >= 0)
 		*victim_between = between[victim];
 	return victim;
@@ -501,6 +511,8 @@ add_back_link(Relation index, const VecIndexInfo *info, const VecLink *link,
 	BlockNumber blkno = ItemPointerGetBlockNumber(&link->tid);
 	OffsetNumber offnum = ItemPointerGetOffsetNumber(&link->tid);
 	VecNeighbor *slots = NULL;
+	uint8	   *owner_code = palloc(info->dim);
+	uint8		owner_flags;
 
 	ItemPointerSetInvalid(&evicted->tid);
 	for (;;)
@@ -522,6 +534,8 @@ add_back_link(Relation index, const VecIndexInfo *info, const VecLink *link,
 		if (slots == NULL)
 			slots = palloc(sizeof(VecNeighbor) * nslots);
 		memcpy(slots, onpage, sizeof(VecNeighbor) * nslots);
+		memcpy(owner_code, vec_node_code(node), info->dim);
+		owner_flags = node->flags;
 		UnlockReleaseBuffer(buf);
 
 		/* a node being relinked (vec_relink_node) may be linked from here already */
@@ -533,8 +547,8 @@ add_back_link(Relation index, const VecIndexInfo *info, const VecLink *link,
 				target = i;
 		if (target < 0)
 		{
-			target = choose_victim(index, info, code, code_flags, slots, nslots, link->distance,
-								   force, &between);
+			target = choose_victim(index, info, code, code_flags, owner_code, owner_flags,
+								   slots, nslots, link->distance, force, &between);
 			if (target < 0)
 				return false;
 		}
@@ -699,8 +713,9 @@ has_way_in(Relation index, const VecIndexInfo *info, ItemPointer tid)
  * not adopt it.  Unless the target keeps ways in (has_way_in), the node
  * at tid links it all the same, in the slot the diversity rule picks or
  * its farthest (it is linked from where the lost link was, so the target
- * stays reachable); the link that gives way there is looked after alike,
- * depth more times.  Past that it is dropped, and VACUUM relinks its
+ * stays reachable); the link that gives way there is looked after alike
+ * (from the target's list, which the next forced link goes into), depth
+ * more times.  Past that it is dropped, and VACUUM relinks its
  * target if no search reaches it (vec_reach.c).  Without this, inserts
  * crowding the lists of a node's few neighbours leave it unreachable: a
  * diversity-pruned graph of high intrinsic dimension (uniform random

@@ -1070,6 +1070,15 @@ vec_page_entry(Relation index, Page page, BlockNumber blkno, OffsetNumber offnum
 	return page_tuple(index, page, blkno, offnum, info, ARCHER_PAGE_BUFFER);
 }
 
+/* Whether two nodes' codes are the same: their vectors are exact copies to the index */
+bool
+vec_same_code(const VecIndexInfo *info, const uint8 *a, uint8 a_flags,
+			  const uint8 *b, uint8 b_flags)
+{
+	return (a_flags & VEC_NODE_WIDE) == (b_flags & VEC_NODE_WIDE) &&
+		memcmp(a, b, info->dim) == 0;
+}
+
 /*
  * Which slot of a full neighbour list a newcomer takes, by HNSW's diversity
  * rule: the newcomer is left out when a link nearer to the list's owner
@@ -1085,7 +1094,10 @@ vec_page_entry(Relation index, Page page, BlockNumber blkno, OffsetNumber offnum
  * link to it, and a node nobody links to is never found by a search.
  * Returns -1 when the newcomer is left out.
  *
- * Links to exact copies of the owner (distance 0: equal codes) keep at
+ * is_copy[i] tells whether link i leads to an exact copy of the owner
+ * (the same code, vec_same_code), newcomer_is_copy whether the newcomer is
+ * one; a link's distance cannot tell, as an insert records its distances
+ * from the row's vector, not from its code.  Links to copies keep at
  * most VEC_COPY_SLOTS of a full list.  By the rule above a copy displaces
  * any other link and is never displaced, so the members of a large group
  * of equal vectors would link only among themselves, and the rest of the
@@ -1096,8 +1108,8 @@ vec_page_entry(Relation index, Page page, BlockNumber blkno, OffsetNumber offnum
  * members, which the insert checks (vec_graph.c, keep_way_in).
  */
 int
-vec_choose_slot(const float *link_distance, const float *between, int nslots,
-				float distance, bool force)
+vec_choose_slot(const float *link_distance, const float *between, const bool *is_copy,
+				int nslots, float distance, bool newcomer_is_copy, bool force)
 {
 	int			victim = -1;
 	int			farthest = 0;
@@ -1106,16 +1118,16 @@ vec_choose_slot(const float *link_distance, const float *between, int nslots,
 
 	for (int i = 0; i < nslots; i++)
 	{
-		if (link_distance[i] <= 0)
+		if (is_copy[i])
 		{
 			ncopies++;
 			if (copy < 0)
 				copy = i;
 		}
 	}
-	if (distance <= 0 && ncopies >= VEC_COPY_SLOTS(nslots))
+	if (newcomer_is_copy && ncopies >= VEC_COPY_SLOTS(nslots))
 		return force ? copy : -1;
-	if (distance > 0 && ncopies > VEC_COPY_SLOTS(nslots))
+	if (!newcomer_is_copy && ncopies > VEC_COPY_SLOTS(nslots))
 		return copy;
 	for (int i = 0; i < nslots; i++)
 	{

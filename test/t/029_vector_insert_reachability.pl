@@ -9,8 +9,8 @@
 # unless the target keeps two ways in from its own neighbours.  A large
 # group of equal vectors made it worse: its members filled every slot with
 # links to each other, and the rest of the graph hung on the few links the
-# group let in.  Lists now keep a quarter of their slots at most for exact
-# copies of their owner (vec_choose_slot).
+# group let in.  A full list now gives a quarter of its slots at most to
+# exact copies of its owner (vec_choose_slot).
 #
 # Part 1: tables of 32-dimensional vectors with uniform random components
 # (where a diversity-pruned graph has many nodes with two or three ways
