@@ -265,6 +265,41 @@ SELECT hostile_plans($$SELECT ST_AsText(g) AS k, NULL::float8 AS d FROM hgnn WHE
 INSERT INTO hpn VALUES (point(1, 1));
 SELECT hostile_plans($$SELECT p::text AS k, NULL::float8 AS d FROM hpn WHERE archer_dwithin(p, point('NaN', 0), 10)$$);
 SELECT hostile_plans($$SELECT p::text AS k, p <-> point(540, 0) AS d FROM hpn ORDER BY p <-> point(540, 0) LIMIT 5$$);
+-- NULL points on many leaves: the whole index is read for a point
+CREATE TABLE hpnl (p point);
+INSERT INTO hpnl SELECT NULL FROM generate_series(1, 6000);
+CREATE INDEX hpnl_p ON hpnl USING archer_geo (p);
+SELECT hostile_plans($$SELECT p::text AS k, NULL::float8 AS d FROM hpnl WHERE archer_within(p, '((0,0),(10,10))')$$);
+INSERT INTO hpnl VALUES (point(1, 1));
+SELECT hostile_plans($$SELECT p::text AS k, NULL::float8 AS d FROM hpnl WHERE archer_within(p, '((0,0),(10,10))')$$);
+-- points whose rows the snapshot cannot see count as none: rows deleted
+-- since VACUUM (on all-visible pages and not), in the tree and in the
+-- insert buffer, and rows a transaction deleted itself
+CREATE TABLE hgd (id int, g geography);
+INSERT INTO hgd SELECT i, CASE WHEN i % 3 = 0 THEN NULL
+    ELSE ST_MakePoint(i % 360 - 180, i % 170 - 85)::geography END
+    FROM generate_series(1, 3000) i;
+CREATE INDEX hgd_g ON hgd USING archer_geo (g);
+CREATE TABLE hgdb (id int, g geography);
+CREATE INDEX hgdb_g ON hgdb USING archer_geo (g) WITH (insert_buffer = on);
+INSERT INTO hgdb SELECT * FROM hgd;
+VACUUM hgd;
+BEGIN;
+DELETE FROM hgd WHERE g IS NOT NULL;
+SELECT hostile_plans($$SELECT ST_AsText(g) AS k, g <-> 'SRID=4269;POINT(1 1)' AS d FROM hgd ORDER BY g <-> 'SRID=4269;POINT(1 1)' LIMIT 3$$);
+ROLLBACK;
+SELECT hostile_plans($$SELECT ST_AsText(g) AS k, g <-> 'SRID=4269;POINT(1 1)' AS d FROM hgd ORDER BY g <-> 'SRID=4269;POINT(1 1)' LIMIT 3$$);
+DELETE FROM hgd WHERE g IS NOT NULL;
+DELETE FROM hgdb WHERE g IS NOT NULL;
+SELECT hostile_plans($$SELECT ST_AsText(g) AS k, g <-> 'SRID=4269;POINT(1 1)' AS d FROM hgd ORDER BY g <-> 'SRID=4269;POINT(1 1)' LIMIT 3$$);
+SELECT hostile_plans($$SELECT ST_AsText(g) AS k, NULL::float8 AS d FROM hgd WHERE archer_within(g, 'SRID=4269;POLYGON((0 0,1 0,1 1,0 0))')$$);
+SELECT hostile_plans($$SELECT ST_AsText(g) AS k, g <-> 'SRID=4269;POINT(1 1)' AS d FROM hgdb ORDER BY g <-> 'SRID=4269;POINT(1 1)' LIMIT 3$$);
+SELECT hostile_plans($$SELECT ST_AsText(g) AS k, NULL::float8 AS d FROM hgdb WHERE archer_within(g, 'LINESTRING(0 0,3 3)')$$);
+-- one visible point after the deleted ones: the errors come back
+INSERT INTO hgd VALUES (0, 'POINT(179 -84)');
+INSERT INTO hgdb VALUES (0, 'POINT(179 -84)');
+SELECT hostile_plans($$SELECT ST_AsText(g) AS k, g <-> 'SRID=4269;POINT(1 1)' AS d FROM hgd ORDER BY g <-> 'SRID=4269;POINT(1 1)' LIMIT 3$$);
+SELECT hostile_plans($$SELECT ST_AsText(g) AS k, NULL::float8 AS d FROM hgdb WHERE archer_within(g, 'LINESTRING(0 0,3 3)')$$);
 
 -- ---- ordered scans in bounded memory ----
 -- An ordered scan keeps at most work_mem of candidates (64 bytes each, 2048

@@ -64,6 +64,7 @@
 
 #include "access/relscan.h"
 #include "access/tableam.h"
+#include "access/visibilitymap.h"
 #include "executor/tuptable.h"
 #include "miscadmin.h"
 #include "pgstat.h"
@@ -272,6 +273,10 @@ typedef struct GeoScanOpaqueData
 	AttrNumber	heap_attno;
 	GeoVisibility *vis;			/* which copies may be answered from */
 	bool	   *unsure;			/* one leaf's, see geo_visibility_mark */
+
+	/* scan_sees_values: true once it found a row, and (no vis) its rows */
+	bool		sees_values;
+	GeoVisibility *values_vis;
 } GeoScanOpaqueData;
 
 typedef GeoScanOpaqueData *GeoScanOpaque;
@@ -839,10 +844,24 @@ static void
 load_buffered(IndexScanDesc scan)
 {
 	GeoScanOpaque so = (GeoScanOpaque) scan->opaque;
-	int			capacity;
 
 	so->buffered = geo_buffer_collect(scan->indexRelation, &so->nbuffered, so->vis);
-	capacity = GEO_LEAF_CAPACITY + so->nbuffered;
+	if (so->nbuffered == 0)
+		return;
+	so->buffered_tids = MemoryContextAllocHuge(CurrentMemoryContext,
+											   sizeof(ItemPointerData) * so->nbuffered);
+	for (int i = 0; i < so->nbuffered; i++)
+		so->buffered_tids[i] = so->buffered[i].tid;
+	qsort(so->buffered_tids, so->nbuffered, sizeof(ItemPointerData), tid_cmp);
+}
+
+/* Room for a leaf's entries in range and the buffer's (read_range) */
+static void
+alloc_range_entries(IndexScanDesc scan)
+{
+	GeoScanOpaque so = (GeoScanOpaque) scan->opaque;
+	int			capacity = GEO_LEAF_CAPACITY + so->nbuffered;
+
 	/* huge: as large as the buffer (GEO_BUFFER_SCAN_MAX_ENTRIES) */
 	so->range_entries = MemoryContextAllocHuge(CurrentMemoryContext,
 											   sizeof(GeoLeafEntry) * capacity);
@@ -851,13 +870,6 @@ load_buffered(IndexScanDesc scan)
 		MemoryContextAllocHuge(CurrentMemoryContext, sizeof(bool) * capacity);
 	so->match_heap_page = so->ordered ? NULL :
 		MemoryContextAllocHuge(CurrentMemoryContext, sizeof(char *) * capacity);
-	if (so->nbuffered == 0)
-		return;
-	so->buffered_tids = MemoryContextAllocHuge(CurrentMemoryContext,
-											   sizeof(ItemPointerData) * so->nbuffered);
-	for (int i = 0; i < so->nbuffered; i++)
-		so->buffered_tids[i] = so->buffered[i].tid;
-	qsort(so->buffered_tids, so->nbuffered, sizeof(ItemPointerData), tid_cmp);
 }
 
 /*
@@ -1813,62 +1825,119 @@ release_regions(GeoScanOpaque so)
 	}
 }
 
-/* Leaves of NULL entries geo_index_holds_points reads before it gives up */
-#define GEO_NULL_LEAVES_READ	8
+/* The row visibility scan_sees_values uses: an index-only scan's, else one of its own */
+static GeoVisibility *
+values_visibility(IndexScanDesc scan)
+{
+	GeoScanOpaque so = (GeoScanOpaque) scan->opaque;
+
+	if (so->vis != NULL)
+		return so->vis;
+	if (so->values_vis == NULL)
+	{
+		/* its heap fetch outlives rescans, as the scan's vis does */
+		MemoryContext oldcxt = MemoryContextSwitchTo(so->itupcxt);
+
+		so->values_vis = palloc(sizeof(GeoVisibility));
+		geo_visibility_init(so->values_vis, scan->heapRelation, scan->xs_snapshot);
+		MemoryContextSwitchTo(oldcxt);
+	}
+	return so->values_vis;
+}
+
+/* Whether the snapshot sees the row of one of entries[0 .. n), fetched in turn */
+static bool
+sees_any_row(GeoVisibility *vis, GeoLeafEntry *entries, int n)
+{
+	for (int i = 0; i < n; i++)
+	{
+		CHECK_FOR_INTERRUPTS();
+		if (geo_visibility_fetch(vis, &entries[i].tid, vis->snapshot))
+			return true;
+	}
+	return false;
+}
 
 /*
- * Whether the index may hold an entry of a non-NULL value: false when it
- * holds nothing, or only entries of SQL NULLs.  A sequential scan of such
- * a table evaluates no operator, so a scan of the index must answer without
- * looking at its arguments (a bad one raises nothing).  Empty points are
- * values: operators are evaluated on them.
+ * Whether the scan's snapshot sees a row whose value the index holds (an
+ * entry that is not an SQL NULL).  When it sees none, a sequential scan of
+ * the table evaluates no operator, so a scan of the index must answer
+ * without looking at its arguments: a bad centre, region or SRID raises no
+ * error.  Empty points are values, on which the operators run.
  *
- * NULL and empty points sort last, so the leftmost leaf holds a point if
- * any leaf does; the leaves of NULL and empty points are read from there,
- * up to GEO_NULL_LEAVES_READ of them (beyond, the answer is true: a scan
- * then checks its arguments as on any table).  So is a leftmost leaf that
- * VACUUM emptied with leaves after it, and an insert buffer with a page
- * (this backend's pending inserts written first).
+ * The insert buffer's entries (load_buffered: this backend's pending
+ * inserts are written first) are checked, then the leaves from the
+ * leftmost on.  NULL and empty points sort last, so on a table whose rows
+ * are visible the first entry checked answers; an index of NULL entries
+ * is read to its end, and the rows of entries deleted since VACUUM are
+ * fetched one by one until a visible one turns up.  Under an MVCC snapshot
+ * a row once seen stays seen, so a scan stops checking at the first
+ * rescan that finds one.
  */
 static bool
-geo_index_holds_points(Relation index)
+scan_sees_values(IndexScanDesc scan)
 {
-	ArcherBufferMeta buffer;
+	GeoScanOpaque so = (GeoScanOpaque) scan->opaque;
+	Relation	index = scan->indexRelation;
+	BlockNumber nblocks = RelationGetNumberOfBlocks(index);
+	GeoVisibility *vis;
+	GeoLeafEntry *values;
 	ItemPointerData lowest;
 	Buffer		buf;
-	bool		holds = false;
+	bool		sees = false;
 
-	geo_buffer_flush_pending(index);
-	archer_buffer_read_meta(index, ARCHER_GEO_PAGE_ID, &buffer);
-	if (BlockNumberIsValid(buffer.head))
+	if (so->sees_values)
 		return true;
+	vis = values_visibility(scan);
+	for (int i = 0; i < so->nbuffered && !sees; i++)
+	{
+		CHECK_FOR_INTERRUPTS();
+		sees = geo_point_code_kind(&so->buffered[i]) != GEO_POINT_NULL &&
+			geo_visibility_fetch(vis, &so->buffered[i].tid, vis->snapshot);
+	}
+	values = palloc(sizeof(GeoLeafEntry) * GEO_LEAF_CAPACITY);
 	ItemPointerSet(&lowest, 0, 0);
-	buf = geo_descend(index, 0, &lowest, BUFFER_LOCK_SHARE);
-	for (int leaves = 0;; leaves++)
+	buf = sees ? InvalidBuffer : geo_descend(index, 0, &lowest, BUFFER_LOCK_SHARE);
+	for (BlockNumber leaves = 1; BufferIsValid(buf); leaves++)
 	{
 		Page		page = BufferGetPage(buf);
 		const GeoLeafEntry *entries = (const GeoLeafEntry *) ArcherPageGetEntries(page);
 		int			nentries = archer_page_nentries(page, sizeof(GeoLeafEntry));
 		BlockNumber blkno = BufferGetBlockNumber(buf);
 		BlockNumber next = ArcherPageGetOpaque(page)->rightlink;
+		int			nvalues = 0;
 
-		for (int i = 0; i < nentries && !holds; i++)
-			holds = geo_point_code_kind(&entries[i]) != GEO_POINT_NULL;
-		if (holds || !BlockNumberIsValid(next))
-			break;
-		if (nentries == 0 || leaves == GEO_NULL_LEAVES_READ)
+		CHECK_FOR_INTERRUPTS();
+		for (int i = 0; i < nentries && !sees; i++)
 		{
-			holds = true;
-			break;
+			if (geo_point_code_kind(&entries[i]) == GEO_POINT_NULL)
+				continue;
+			/*
+			 * Under the leaf's lock the row is still in the table: on an
+			 * all-visible page it is visible to every snapshot (see
+			 * geo_visibility.c).  The others are fetched once unlocked.
+			 */
+			sees = VM_ALL_VISIBLE(vis->heap, ItemPointerGetBlockNumber(&entries[i].tid),
+								  &vis->vmbuf);
+			values[nvalues++] = entries[i];
 		}
-		archer_check_link(index, blkno, next, InvalidBlockNumber);
 		UnlockReleaseBuffer(buf);
+		buf = InvalidBuffer;
+		sees = sees || sees_any_row(vis, values, nvalues);
+		if (sees || !BlockNumberIsValid(next))
+			break;
+		archer_check_link(index, blkno, next, InvalidBlockNumber);
+		if (leaves >= nblocks)
+			archer_corrupted(index, blkno, "The leaves' right links form a cycle.");
 		buf = archer_read_page(index, next, BUFFER_LOCK_SHARE, ARCHER_GEO_PAGE_ID);
 		if (!(ArcherPageGetOpaque(BufferGetPage(buf))->flags & ARCHER_PAGE_LEAF))
 			archer_corrupted(index, next, "A leaf's right link leads to a page that is no leaf.");
 	}
-	UnlockReleaseBuffer(buf);
-	return holds;
+	if (vis->slot != NULL)
+		ExecClearTuple(vis->slot);
+	pfree(values);
+	so->sees_values = sees && IsMVCCSnapshot(scan->xs_snapshot);
+	return sees;
 }
 
 void
@@ -1876,7 +1945,7 @@ geo_rescan(IndexScanDesc scan, ScanKey keys, int nkeys, ScanKey orderbys, int no
 {
 	GeoScanOpaque so = (GeoScanOpaque) scan->opaque;
 	MemoryContext oldcxt;
-	bool		holds_points;
+	bool		sees_values;
 
 	if (keys && scan->numberOfKeys > 0)
 		memmove(scan->keyData, keys, scan->numberOfKeys * sizeof(ScanKeyData));
@@ -1908,30 +1977,7 @@ geo_rescan(IndexScanDesc scan, ScanKey keys, int nkeys, ScanKey orderbys, int no
 	so->done_bound = -1;
 	so->same_distance = false;
 	so->center_extent = 0;
-	/*
-	 * No point to answer about: no condition holds and every distance is
-	 * NULL.  No centre, region or SRID is checked either, so that a bad one
-	 * raises no error here when a sequential scan of the table (empty, or
-	 * all NULL) raises none.
-	 */
-	holds_points = geo_index_holds_points(scan->indexRelation);
-	if (!holds_points && so->nkeys > 0)
-	{
-		so->no_match = true;
-		so->nkeys = 0;
-		pgstat_count_index_scan(scan->indexRelation);
-		return;
-	}
-	if (so->ordered && holds_points)
-		prepare_order(scan);
-	else if (so->ordered)
-	{
-		so->same_distance = true;
-		so->same_distance_null = true;
-		so->ordered = false;
-	}
 	/* the executor asks for index tuples before the first rescan */
-	so->exact_order = so->ordered && scan->xs_want_itup;
 	if (scan->xs_want_itup && so->vis == NULL)
 	{
 		MemoryContext itupcxt = MemoryContextSwitchTo(so->itupcxt);
@@ -1941,12 +1987,37 @@ geo_rescan(IndexScanDesc scan, ScanKey keys, int nkeys, ScanKey orderbys, int no
 		so->unsure = palloc(sizeof(bool) * GEO_LEAF_CAPACITY);
 		MemoryContextSwitchTo(itupcxt);
 	}
-
 	oldcxt = MemoryContextSwitchTo(so->scancxt);
+	load_buffered(scan);
+
+	/*
+	 * No visible row to answer about: no condition holds and every distance
+	 * is NULL.  No centre, region or SRID is checked either, so that a bad
+	 * one raises no error here when a sequential scan of the table raises
+	 * none.
+	 */
+	sees_values = scan_sees_values(scan);
+	if (!sees_values && so->nkeys > 0)
+	{
+		so->no_match = true;
+		so->nkeys = 0;
+		MemoryContextSwitchTo(oldcxt);
+		pgstat_count_index_scan(scan->indexRelation);
+		return;
+	}
+	if (so->ordered && sees_values)
+		prepare_order(scan);
+	else if (so->ordered)
+	{
+		so->same_distance = true;
+		so->same_distance_null = true;
+		so->ordered = false;
+	}
+	so->exact_order = so->ordered && scan->xs_want_itup;
+	alloc_range_entries(scan);
 	so->keys = palloc0(sizeof(GeoKeyState) * Max(1, so->nkeys));
 	so->scanned = palloc(sizeof(GeoRange));
 	so->nscanned = 0;
-	load_buffered(scan);
 	for (int i = 0; i < so->nkeys; i++)
 	{
 		ScanKey		key = &scan->keyData[i];
@@ -2057,6 +2128,8 @@ geo_endscan(IndexScanDesc scan)
 
 	if (so->vis != NULL)
 		geo_visibility_end(so->vis);
+	if (so->values_vis != NULL)
+		geo_visibility_end(so->values_vis);
 	release_regions(so);
 	MemoryContextDelete(so->scancxt);
 	pfree(so);

@@ -45,7 +45,7 @@ void
 geo_visibility_init(GeoVisibility *vis, Relation heap, Snapshot snapshot)
 {
 	if (heap == NULL)
-		elog(ERROR, "archer_geo: index-only scan without its table");
+		elog(ERROR, "archer_geo: scan without its table");
 	vis->heap = heap;
 	vis->snapshot = snapshot;
 	vis->vmbuf = InvalidBuffer;
