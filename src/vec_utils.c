@@ -786,10 +786,17 @@ query_distance_double(const VecQuery *query, const ArcherSQ8 *sq, const uint8 *c
  * result beyond float's range is clamped to +-FLT_MAX (vec_distance_bounds
  * knows), so that searches compare finite distances only.
  */
+/* The query prepared for the quantizer of a node's code */
+static inline const ArcherSQ8Query *
+query_quantizer(const VecQuery *query, uint8 flags)
+{
+	return (flags & VEC_NODE_WIDE) ? &query->sq_wide : &query->sq;
+}
+
 float
 vec_query_distance(const VecQuery *query, const uint8 *code, uint8 flags)
 {
-	const ArcherSQ8Query *sq = (flags & VEC_NODE_WIDE) ? &query->sq_wide : &query->sq;
+	const ArcherSQ8Query *sq = query_quantizer(query, flags);
 	float		distance = 0;
 	double		exact;
 
@@ -825,7 +832,9 @@ vec_query_distance(const VecQuery *query, const uint8 *code, uint8 flags)
  * Under L2 and cosine the code's error is a distance in the space the code
  * lives in (cosine: unit vectors, where the cosine distance is half the
  * squared L2 distance), so the triangle inequality bounds the exact L2
- * distance within the code's L2 distance plus or minus the error; under
+ * distance within the code's L2 distance plus or minus the error, and the
+ * query's own rounding where the distance ran in fixed point (vector.h,
+ * fixed_error); under
  * inner product the error moves q.x by at most |q| times the error.  Both
  * are widened by a margin for the rounding of float arithmetic.  A code
  * distance clamped to FLT_MAX (vec_query_distance) is at least that: the
@@ -837,14 +846,16 @@ void
 vec_distance_bounds(const VecQuery *query, float code_distance, const VecNodeHeader *node,
 					double *lower, double *upper)
 {
+	/* L2 and cosine measure from the query as rounded for the code's quantizer */
+	double		error = (double) node->error + query_quantizer(query, node->flags)->fixed_error;
 	double		magnitude;
 
 	switch (query->info->metric)
 	{
 		case VEC_METRIC_L2:
-			*lower = code_distance - node->error;
-			*upper = code_distance + node->error;
-			magnitude = fabsf(code_distance) + node->error;
+			*lower = code_distance - error;
+			*upper = code_distance + error;
+			magnitude = fabsf(code_distance) + error;
 			break;
 		case VEC_METRIC_IP:
 			if (code_distance <= -FLT_MAX)
@@ -866,12 +877,12 @@ vec_distance_bounds(const VecQuery *query, float code_distance, const VecNodeHea
 			else
 			{
 				double		l2 = sqrt(2.0 * Max(code_distance, 0.0f));
-				double		near = Max(l2 - node->error, 0.0);
-				double		far = l2 + node->error;
+				double		near = Max(l2 - error, 0.0);
+				double		far = l2 + error;
 
 				*lower = 0.5 * near * near;
 				*upper = 0.5 * far * far;
-				magnitude = 1.0 + node->error;
+				magnitude = 1.0 + error;
 			}
 			break;
 	}

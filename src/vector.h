@@ -87,6 +87,9 @@ typedef struct ArcherVecKernels
 	/* SQ8 codes against SQ8 codes, exact integers (n <= AVECTOR_MAX_DIM) */
 	uint32		(*u8_l2sq) (const uint8 *a, const uint8 *b, int n); /* sum (a-b)^2 */
 	uint32		(*u8_dot) (const uint8 *a, const uint8 *b, int n);	/* sum a*b */
+
+	/* a fixed-point query against SQ8 codes, exact integers (see SQ8 below) */
+	uint64		(*sq8_fixed_l2sq) (const int16 *q, const uint8 *c, int n);	/* sum (q-ONE*c)^2 */
 } ArcherVecKernels;
 
 /* The active set; its members resolve the CPU's best set on first call */
@@ -140,7 +143,15 @@ archer_vec_cosine_distance(const float *a, const float *b, int n)
  * Distances, all between the decoded vectors x^:
  *	- asymmetric (float query against codes): archer_sq8_query_init once per
  *	  query, then archer_sq8_query_l2sq / _ip per code: one FMA chain over
- *	  the codes;
+ *	  the codes.  With uniform_step, L2 runs in integers: the query becomes
+ *	  (q - lo) / step in fixed point, ARCHER_SQ8_FIXED_ONE units a code
+ *	  unit, and each code costs a widening subtract and a multiply-add of
+ *	  pairs, half the work of the float chain.  The distance is then the
+ *	  one to the rounded query q~, off by at most fixed_error = |q - q~|
+ *	  (0 when q - lo is a multiple of step / ONE, as for integer data with
+ *	  a step of 1); callers that bound distances add it.  A query with a
+ *	  component more than ARCHER_SQ8_FIXED_REACH code units outside the
+ *	  trained range keeps the float chain;
  *	- symmetric (code against code): archer_sq8_l2sq, and archer_sq8_ip,
  *	  which takes each code's bias (archer_sq8_bias: one float per vector
  *	  that the index should store beside the code, the per-vector offset
@@ -151,6 +162,18 @@ archer_vec_cosine_distance(const float *a, const float *b, int n)
  * distance = 1 - inner product.
  */
 #define ARCHER_SQ8_LEVELS		255
+
+/*
+ * Fixed-point queries: ONE units a code unit, components within REACH code
+ * units of [0, 255].  A difference q - ONE * c then lies within
+ * +-(255 + REACH) * ONE = +-4088 (int16), a pair of squares below 2^25, and
+ * an int32 lane that adds the ARCHER_SQ8_FIXED_BLOCK / 16 pairs of a block
+ * stays below 2^31 before the block's sum is added in 64 bits.
+ */
+#define ARCHER_SQ8_FIXED_SHIFT	3
+#define ARCHER_SQ8_FIXED_ONE	(1 << ARCHER_SQ8_FIXED_SHIFT)
+#define ARCHER_SQ8_FIXED_REACH	256
+#define ARCHER_SQ8_FIXED_BLOCK	1024
 
 typedef struct ArcherSQ8
 {
@@ -169,6 +192,9 @@ typedef struct ArcherSQ8Query
 	float	   *q_lo;			/* [dim] q - lo */
 	float	   *q_step;			/* [dim] q * step */
 	float		q_dot_lo;		/* sum q * lo */
+	int16	   *q_fixed;		/* [dim] (q - lo) / step in fixed point, or NULL */
+	float		fixed_scale;	/* (step / ONE)^2 */
+	float		fixed_error;	/* |q - q~| (0 without q_fixed) */
 } ArcherSQ8Query;
 
 extern void archer_sq8_range_init(float *min, float *max, int dim);
@@ -187,6 +213,9 @@ extern float archer_sq8_ip(const ArcherSQ8 *sq, const uint8 *a, float bias_a,
 static inline float
 archer_sq8_query_l2sq(const ArcherSQ8Query *pq, const uint8 *code)
 {
+	if (pq->q_fixed != NULL)
+		return pq->fixed_scale *
+			(float) archer_vec_kernels.sq8_fixed_l2sq(pq->q_fixed, code, pq->sq->dim);
 	return archer_vec_kernels.sq8_l2sq(pq->q_lo, pq->sq->step, code, pq->sq->dim);
 }
 

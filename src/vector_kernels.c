@@ -276,12 +276,28 @@ u8_dot_scalar(const uint8 *a, const uint8 *b, int n)
 	return s;
 }
 
+static uint64
+sq8_fixed_l2sq_scalar(const int16 *q, const uint8 *c, int n)
+{
+	uint64		s = 0;
+	int			i;
+
+	for (i = 0; i < n; i++)
+	{
+		int			d = (int) q[i] - ARCHER_SQ8_FIXED_ONE * (int) c[i];
+
+		s += (uint64) (d * d);
+	}
+	return s;
+}
+
 const ArcherVecKernels archer_vec_kernels_scalar = {
 	"scalar",
 	l2sq_scalar, dot_scalar, cosine_scalar,
 	sq8_l2sq_scalar, sq8_dot_scalar,
 	sq8_wl2sq_scalar, sq8_wdot_scalar,
-	u8_l2sq_scalar, u8_dot_scalar
+	u8_l2sq_scalar, u8_dot_scalar,
+	sq8_fixed_l2sq_scalar
 };
 
 /* ---------------------------------------------------------------------
@@ -673,12 +689,76 @@ u8_dot_avx2(const uint8 *a, const uint8 *b, int n)
 	return hsum_epi32(_mm256_add_epi32(s0, s1)) + tail;
 }
 
+/*
+ * 16 codes times ARCHER_SQ8_FIXED_ONE less 16 fixed-point components: the
+ * negated difference, which squares the same and lets the subtraction read
+ * the query from memory
+ */
+ARCHER_AVX2 static inline __m256i
+fixed_diff16(const int16 *q, const uint8 *c)
+{
+	return _mm256_sub_epi16(_mm256_slli_epi16(load16_epi16(c), ARCHER_SQ8_FIXED_SHIFT),
+							_mm256_loadu_si256((const __m256i *) q));
+}
+
+/* The sum of 8 int32 lanes of at most 2^31 each, in 64 bits */
+ARCHER_AVX2 static inline uint64
+hsum_epu32_wide(__m256i v)
+{
+	__m256i		s = _mm256_add_epi64(_mm256_cvtepu32_epi64(_mm256_castsi256_si128(v)),
+									 _mm256_cvtepu32_epi64(_mm256_extracti128_si256(v, 1)));
+	__m128i		h = _mm_add_epi64(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+
+	return (uint64) _mm_cvtsi128_si64(h) + (uint64) _mm_extract_epi64(h, 1);
+}
+
+/* Blocks of ARCHER_SQ8_FIXED_BLOCK dimensions, each summed in int32 lanes (vector.h) */
+ARCHER_AVX2 static uint64
+sq8_fixed_l2sq_avx2(const int16 *q, const uint8 *c, int n)
+{
+	uint64		total = 0;
+
+	while (n >= 16)
+	{
+		int			block = Min(n, ARCHER_SQ8_FIXED_BLOCK);
+		__m256i		s0 = _mm256_setzero_si256();
+		__m256i		s1 = _mm256_setzero_si256();
+
+		n -= block & ~15;
+		for (; block >= 32; block -= 32, q += 32, c += 32)
+		{
+			__m256i		d0 = fixed_diff16(q, c);
+			__m256i		d1 = fixed_diff16(q + 16, c + 16);
+
+			s0 = _mm256_add_epi32(s0, _mm256_madd_epi16(d0, d0));
+			s1 = _mm256_add_epi32(s1, _mm256_madd_epi16(d1, d1));
+		}
+		if (block >= 16)
+		{
+			__m256i		d = fixed_diff16(q, c);
+
+			s0 = _mm256_add_epi32(s0, _mm256_madd_epi16(d, d));
+			q += 16;
+			c += 16;
+		}
+		total += hsum_epu32_wide(s0) + hsum_epu32_wide(s1);
+	}
+	for (int i = 0; i < n; i++)
+	{
+		int			d = (int) q[i] - ARCHER_SQ8_FIXED_ONE * (int) c[i];
+
+		total += (uint64) (d * d);
+	}
+	return total;
+}
+
 static const ArcherVecKernels archer_vec_kernels_avx2 = {
 	"avx2+fma",
 	l2sq_avx2, dot_avx2, cosine_avx2,
 	sq8_l2sq_avx2, sq8_dot_avx2,
 	sq8_wl2sq_avx2, sq8_wdot_avx2,
-	u8_l2sq_avx2, u8_dot_avx2
+	u8_l2sq_avx2, u8_dot_avx2,
+	sq8_fixed_l2sq_avx2
 };
 
 #endif							/* ARCHER_HAVE_AVX2 */
@@ -792,12 +872,20 @@ u8_dot_stub(const uint8 *a, const uint8 *b, int n)
 	return archer_vec_kernels.u8_dot(a, b, n);
 }
 
+static uint64
+sq8_fixed_l2sq_stub(const int16 *q, const uint8 *c, int n)
+{
+	archer_vec_resolve();
+	return archer_vec_kernels.sq8_fixed_l2sq(q, c, n);
+}
+
 ArcherVecKernels archer_vec_kernels = {
 	"unresolved",
 	l2sq_stub, dot_stub, cosine_stub,
 	sq8_l2sq_stub, sq8_dot_stub,
 	sq8_wl2sq_stub, sq8_wdot_stub,
-	u8_l2sq_stub, u8_dot_stub
+	u8_l2sq_stub, u8_dot_stub,
+	sq8_fixed_l2sq_stub
 };
 
 /* ---------------------------------------------------------------------
@@ -939,6 +1027,53 @@ archer_sq8_bias(const ArcherSQ8 *sq, const uint8 *code)
 }
 
 /*
+ * The query in fixed point for uniform steps (vector.h): q~ = lo + step *
+ * q_fixed / ONE, rounded to nearest, and how far q~ lies from q.  Left NULL
+ * for per-dimension steps and for a component beyond the fixed range.
+ */
+static void
+sq8_query_fixed_init(ArcherSQ8Query *pq, const ArcherSQ8 *sq, const float *q)
+{
+	const int	lowest = -ARCHER_SQ8_FIXED_REACH * ARCHER_SQ8_FIXED_ONE;
+	const int	highest = (ARCHER_SQ8_LEVELS + ARCHER_SQ8_FIXED_REACH) * ARCHER_SQ8_FIXED_ONE;
+	double		unit;
+	double		per_unit;
+	double		error2 = 0.0;
+	int16	   *q_fixed;
+
+	pq->q_fixed = NULL;
+	pq->fixed_scale = 0.0f;
+	pq->fixed_error = 0.0f;
+	if (!sq->uniform_step)
+		return;
+	unit = (double) sq->step[0] / ARCHER_SQ8_FIXED_ONE;
+	per_unit = 1.0 / unit;
+	q_fixed = palloc(sizeof(int16) * sq->dim);
+	for (int i = 0; i < sq->dim; i++)
+	{
+		double		offset = (double) q[i] - sq->lo[i];
+		double		units = offset * per_unit;
+		int			rounded;
+		double		error;
+
+		if (!(units >= lowest && units <= highest))
+		{
+			pfree(q_fixed);
+			return;
+		}
+		/* to nearest: truncation of a positive number is its floor */
+		rounded = (int) (units - lowest + 0.5) + lowest;
+		q_fixed[i] = (int16) rounded;
+		error = rounded * unit - offset;
+		error2 += error * error;
+	}
+	pq->q_fixed = q_fixed;
+	pq->fixed_scale = (float) (unit * unit);
+	/* rounded up: callers widen distance bounds by it */
+	pq->fixed_error = error2 > 0 ? nextafterf((float) sqrt(error2), FLT_MAX) : 0.0f;
+}
+
+/*
  * Prepares a float query for asymmetric distances, allocated in the
  * current memory context:
  *	|q - x^|^2 = sum ((q - lo) - step * c)^2
@@ -960,6 +1095,7 @@ archer_sq8_query_init(ArcherSQ8Query *pq, const ArcherSQ8 *sq, const float *q)
 		q_dot_lo += (double) q[i] * sq->lo[i];
 	}
 	pq->q_dot_lo = (float) q_dot_lo;
+	sq8_query_fixed_init(pq, sq, q);
 }
 
 /* |a^ - b^|^2 = sum step^2 (a - b)^2: in integers if the step is uniform */

@@ -43,12 +43,13 @@ typedef enum KernelId
 	K_SQ8_WDOT,
 	K_U8_L2SQ,
 	K_U8_DOT,
+	K_SQ8_FIXED_L2SQ,
 	K_COUNT
 } KernelId;
 
 static const char *const kernel_names[K_COUNT] = {
 	"l2sq", "dot", "cosine", "sq8_l2sq", "sq8_dot", "sq8_wl2sq", "sq8_wdot",
-	"u8_l2sq", "u8_dot"
+	"u8_l2sq", "u8_dot", "sq8_fixed_l2sq"
 };
 
 #define SELFTEST_MAX_LEN		4100
@@ -62,7 +63,27 @@ typedef struct KernelInputs
 	float	   *w;				/* SQ8 weights, >= 0 */
 	uint8	   *ca;
 	uint8	   *cb;
+	int16	   *qf;				/* a fixed-point SQ8 query, in its range */
 } KernelInputs;
+
+/* The range of a fixed-point query component (vector.h) */
+static int
+fixed_lowest(void)
+{
+	return -ARCHER_SQ8_FIXED_REACH * ARCHER_SQ8_FIXED_ONE;
+}
+
+static int
+fixed_highest(void)
+{
+	return (ARCHER_SQ8_LEVELS + ARCHER_SQ8_FIXED_REACH) * ARCHER_SQ8_FIXED_ONE;
+}
+
+static bool
+kernel_is_integer(KernelId id)
+{
+	return id == K_U8_L2SQ || id == K_U8_DOT || id == K_SQ8_FIXED_L2SQ;
+}
 
 static double
 kernel_run(const ArcherVecKernels *k, KernelId id, const KernelInputs *in, int n)
@@ -87,6 +108,8 @@ kernel_run(const ArcherVecKernels *k, KernelId id, const KernelInputs *in, int n
 			return k->u8_l2sq(in->ca, in->cb, n);
 		case K_U8_DOT:
 			return k->u8_dot(in->ca, in->cb, n);
+		case K_SQ8_FIXED_L2SQ:
+			return (double) k->sq8_fixed_l2sq(in->qf, in->ca, n);
 		case K_COUNT:
 			break;
 	}
@@ -142,6 +165,10 @@ kernel_reference(KernelId id, const KernelInputs *in, int n, double *scale)
 			case K_U8_DOT:
 				t = (double) in->ca[i] * in->cb[i];
 				break;
+			case K_SQ8_FIXED_L2SQ:
+				t = (double) in->qf[i] - ARCHER_SQ8_FIXED_ONE * in->ca[i];
+				t *= t;
+				break;
 			case K_COUNT:
 				break;
 		}
@@ -150,7 +177,7 @@ kernel_reference(KernelId id, const KernelInputs *in, int n, double *scale)
 	}
 	*scale = Max(abssum, 1e-30);
 	/* integer kernels must be exact: measure their absolute error */
-	if (id == K_U8_L2SQ || id == K_U8_DOT)
+	if (kernel_is_integer(id))
 		*scale = 1.0;
 	if (id == K_COSINE)
 	{
@@ -174,6 +201,8 @@ fill_random(pg_prng_state *rng, KernelInputs *in, int len)
 		in->w[i] = (float) (pg_prng_double(rng) * 2.0 / ARCHER_SQ8_LEVELS);
 		in->ca[i] = (uint8) (pg_prng_uint32(rng) & 0xFF);
 		in->cb[i] = (uint8) (pg_prng_uint32(rng) & 0xFF);
+		in->qf[i] = (int16) (fixed_lowest() +
+							 (int) (pg_prng_uint32(rng) % (fixed_highest() - fixed_lowest() + 1)));
 	}
 }
 
@@ -185,6 +214,7 @@ alloc_inputs(KernelInputs *in, int len)
 	in->w = palloc(sizeof(float) * len);
 	in->ca = palloc(len);
 	in->cb = palloc(len);
+	in->qf = palloc(sizeof(int16) * len);
 }
 
 /* The inputs shifted by off elements, so that lengths meet every alignment */
@@ -198,6 +228,7 @@ inputs_at(const KernelInputs *in, int off)
 	s.w = in->w + off;
 	s.ca = in->ca + off;
 	s.cb = in->cb + off;
+	s.qf = in->qf + off;
 	return s;
 }
 
@@ -225,16 +256,23 @@ selftest_kernel(KernelId id, const ArcherVecKernels *simd, const KernelInputs *i
 		max_err = Max(max_err, fabs(scalar - ref) / scale);
 		CHECK_FOR_INTERRUPTS();
 	}
-	if (id == K_U8_L2SQ || id == K_U8_DOT)
+	if (kernel_is_integer(id))
 	{
 		KernelInputs ext = {0};
 		double		expect = (double) AVECTOR_MAX_DIM * 255 * 255;
 
-		/* l2sq: 255s against 0s; dot: 255s against 255s */
+		/* l2sq: 255s against 0s; dot: 255s against 255s; fixed: 255s against the lowest */
 		ext.ca = palloc(AVECTOR_MAX_DIM);
 		ext.cb = palloc(AVECTOR_MAX_DIM);
+		ext.qf = palloc(sizeof(int16) * AVECTOR_MAX_DIM);
 		memset(ext.ca, 255, AVECTOR_MAX_DIM);
 		memset(ext.cb, id == K_U8_L2SQ ? 0 : 255, AVECTOR_MAX_DIM);
+		for (int i = 0; i < AVECTOR_MAX_DIM; i++)
+			ext.qf[i] = (int16) fixed_lowest();
+		if (id == K_SQ8_FIXED_L2SQ)
+			expect = (double) AVECTOR_MAX_DIM *
+				(fixed_lowest() - 255.0 * ARCHER_SQ8_FIXED_ONE) *
+				(fixed_lowest() - 255.0 * ARCHER_SQ8_FIXED_ONE);
 		max_err = Max(max_err, fabs(kernel_run(&archer_vec_kernels_scalar, id, &ext,
 											   AVECTOR_MAX_DIM) - expect));
 		max_err = Max(max_err, fabs(kernel_run(simd, id, &ext, AVECTOR_MAX_DIM) - expect));
@@ -272,6 +310,24 @@ decoded_dot(const ArcherSQ8 *sq, const uint8 *a, const uint8 *b, double *scale)
 			(double) sq->step[i] * sq->step[i] * a[i] * b[i];
 	}
 	return s;
+}
+
+/*
+ * The relative error of archer_sq8_query_l2sq against the exact squared
+ * distance ref (scale: its terms' magnitudes); in fixed point it measures
+ * from the rounded query, whose distance lies within fixed_error of the
+ * exact one: 1 (a failure) if it does not.
+ */
+static double
+query_l2sq_error(const ArcherSQ8Query *pq, const uint8 *code, double ref, double scale)
+{
+	double		l2sq = archer_sq8_query_l2sq(pq, code);
+
+	if (pq->q_fixed == NULL)
+		return fabs(l2sq - ref) / Max(scale, 1e-30);
+	if (fabs(sqrt(Max(l2sq, 0.0)) - sqrt(ref)) > pq->fixed_error + sqrt(scale) * 1e-5)
+		return 1.0;
+	return 0.0;
 }
 
 /*
@@ -322,6 +378,10 @@ selftest_sq8(pg_prng_state *rng)
 				archer_sq8_encode(&sq, x + j * dim, codes + j * dim);
 			sq8_test_vector(rng, center, spread, q, dim);
 			archer_sq8_query_init(&pq, &sq, q);
+			/* uniform steps run queries in the trained range in fixed point */
+			if ((pq.q_fixed != NULL) != sq.uniform_step ||
+				pq.fixed_error > 0.5 * sq.step[0] / ARCHER_SQ8_FIXED_ONE * sqrt(dim) * (1 + 1e-5))
+				max_err = Max(max_err, 1.0);
 
 			for (j = 0; j < nvec; j++)
 			{
@@ -355,8 +415,7 @@ selftest_sq8(pg_prng_state *rng)
 						fabs((double) q[i] * sq.step[i] * ca[i]);
 					sym_l2 += (xa - xb) * (xa - xb);
 				}
-				max_err = Max(max_err, fabs(archer_sq8_query_l2sq(&pq, ca) - ref_l2) /
-							  Max(l2_scale, 1e-30));
+				max_err = Max(max_err, query_l2sq_error(&pq, ca, ref_l2, l2_scale));
 				max_err = Max(max_err, fabs(archer_sq8_query_ip(&pq, ca) - ref_ip) /
 							  Max(ip_scale, 1e-30));
 				max_err = Max(max_err, fabs(archer_sq8_l2sq(&sq, ca, cb) - sym_l2) /
@@ -367,6 +426,11 @@ selftest_sq8(pg_prng_state *rng)
 												 cb, archer_sq8_bias(&sq, cb)) - ref) /
 							  Max(scale, 1e-30));
 			}
+			/* a component past the fixed range: the float chain */
+			q[0] = sq.lo[0] + sq.step[0] * (ARCHER_SQ8_LEVELS + ARCHER_SQ8_FIXED_REACH + 2);
+			archer_sq8_query_init(&pq, &sq, q);
+			if (pq.q_fixed != NULL)
+				max_err = Max(max_err, 1.0);
 			CHECK_FOR_INTERRUPTS();
 		}
 	}
