@@ -226,56 +226,66 @@ vec_node_distance(Relation index, const VecIndexInfo *info, const VecQuery *quer
 }
 
 /*
- * Distances from the query to n nodes at once, with their headers and, if
- * filters is not NULL, their filter values (VEC_MAX_FILTERS per node).  A
- * node's code and error never change once written and tuples never move,
- * so after checking the page under its share lock the code can be read
- * with only the pin held; that lets every node's memory be prefetched
- * before any distance is computed, instead of waiting for each node's
- * cache misses in turn.
+ * Pages one part of a batch pins at once: with the heap page the executor
+ * holds, within the backend's array of private buffer refcounts (8), past
+ * which every pin and release costs a hash table lookup.
  */
-void
-vec_batch_distances(Relation index, const VecIndexInfo *info, const VecQuery *query,
-					const ItemPointerData *tids, int n, float *distances,
-					VecNodeHeader *headers, int64 *filters)
-{
-	Buffer		bufs[VEC_MAX_BATCH];
-	const uint8 *codes[VEC_MAX_BATCH];
+#define VEC_BATCH_PAGES			6
 
-	Assert(n <= VEC_MAX_BATCH);
-	for (int i = 0; i < n; i++)
+/*
+ * vec_batch_distances for the first nodes of tids[0 .. n) that lie on at
+ * most VEC_BATCH_PAGES pages; returns how many it measured.  Each page is
+ * pinned once.
+ */
+static int
+batch_part_distances(Relation index, const VecIndexInfo *info, const VecQuery *query,
+					 const ItemPointerData *tids, int n, float *distances,
+					 VecNodeHeader *headers, int64 *filters)
+{
+	Buffer		bufs[VEC_BATCH_PAGES];
+	BlockNumber blknos[VEC_BATCH_PAGES];
+	int			npages = 0;
+	uint8		page_of[VEC_MAX_BATCH];
+	const uint8 *codes[VEC_MAX_BATCH];
+	int			count;
+
+	for (count = 0; count < n; count++)
 	{
-		BlockNumber blkno = ItemPointerGetBlockNumberNoCheck(&tids[i]);
-		Page		page;
-		int			same = -1;
+		BlockNumber blkno = ItemPointerGetBlockNumberNoCheck(&tids[count]);
+		int			p = 0;
 
 		if (!BlockNumberIsValid(blkno))
 			archer_corrupted(index, InvalidBlockNumber, "A link points to an invalid block.");
 		/* neighbours often share pages (the build lays them out so) */
-		for (int j = i - 1; j >= 0 && same < 0; j--)
-			if (ItemPointerGetBlockNumberNoCheck(&tids[j]) == blkno)
-				same = j;
-		if (same >= 0)
+		while (p < npages && blknos[p] != blkno)
+			p++;
+		if (p == npages)
 		{
-			bufs[i] = bufs[same];
-			IncrBufferRefCount(bufs[i]);
+			Page		page;
+
+			if (npages == VEC_BATCH_PAGES)
+				break;
+			bufs[p] = archer_read_buffer_recent(index, blkno, info->recent);
+			blknos[p] = blkno;
+			npages++;
+			page = BufferGetPage(bufs[p]);
+			__builtin_prefetch(page);
+			__builtin_prefetch(page + BLCKSZ - sizeof(ArcherPageOpaqueData));
 		}
-		else
-			bufs[i] = archer_read_buffer_recent(index, blkno, info->recent);
-		page = BufferGetPage(bufs[i]);
-		__builtin_prefetch(page);
-		__builtin_prefetch(page + BLCKSZ - sizeof(ArcherPageOpaqueData));
-		__builtin_prefetch(PageGetItemId(page, ItemPointerGetOffsetNumber(&tids[i])));
+		page_of[count] = p;
+		__builtin_prefetch(PageGetItemId(BufferGetPage(bufs[p]),
+										 ItemPointerGetOffsetNumber(&tids[count])));
 	}
+
 	/*
 	 * And each node's header and filter values (the tuple's last bytes),
 	 * where its line pointer says: read without the lock, only as a hint
 	 * (node tuples never move; a torn or stale value just prefetches the
 	 * wrong line).
 	 */
-	for (int i = 0; i < n; i++)
+	for (int i = 0; i < count; i++)
 	{
-		Page		page = BufferGetPage(bufs[i]);
+		Page		page = BufferGetPage(bufs[page_of[i]]);
 		OffsetNumber offnum = ItemPointerGetOffsetNumber(&tids[i]);
 		ItemId		itemid;
 
@@ -287,13 +297,14 @@ vec_batch_distances(Relation index, const VecIndexInfo *info, const VecQuery *qu
 			__builtin_prefetch(page + ((ItemIdGetOffset(itemid) + ItemIdGetLength(itemid) -
 										sizeof(int64) * info->nfilters) & (BLCKSZ - 1)));
 	}
-	for (int i = 0; i < n; i++)
+	for (int i = 0; i < count; i++)
 	{
-		BlockNumber blkno = ItemPointerGetBlockNumber(&tids[i]);
-		Page		page = BufferGetPage(bufs[i]);
+		Buffer		buf = bufs[page_of[i]];
+		BlockNumber blkno = blknos[page_of[i]];
+		Page		page = BufferGetPage(buf);
 		VecNodeHeader *node;
 
-		LockBuffer(bufs[i], BUFFER_LOCK_SHARE);
+		LockBuffer(buf, BUFFER_LOCK_SHARE);
 		archer_check_page(index, page, blkno, ARCHER_VEC_PAGE_ID);
 		node = vec_page_node(index, page, blkno, ItemPointerGetOffsetNumber(&tids[i]), info);
 		headers[i] = *node;
@@ -301,15 +312,36 @@ vec_batch_distances(Relation index, const VecIndexInfo *info, const VecQuery *qu
 			for (int f = 0; f < info->nfilters; f++)
 				(void) vec_node_filter(node, info, f, &filters[i * VEC_MAX_FILTERS + f]);
 		codes[i] = vec_node_code(node);
-		LockBuffer(bufs[i], BUFFER_LOCK_UNLOCK);
+		LockBuffer(buf, BUFFER_LOCK_UNLOCK);
 		for (int off = 0; off < info->dim; off += 64)
 			__builtin_prefetch(codes[i] + off);
 	}
-	for (int i = 0; i < n; i++)
-	{
+	for (int i = 0; i < count; i++)
 		distances[i] = vec_query_distance(query, codes[i], headers[i].flags);
-		ReleaseBuffer(bufs[i]);
-	}
+	for (int p = 0; p < npages; p++)
+		ReleaseBuffer(bufs[p]);
+	return count;
+}
+
+/*
+ * Distances from the query to n nodes at once, with their headers and, if
+ * filters is not NULL, their filter values (VEC_MAX_FILTERS per node).  A
+ * node's code and error never change once written and tuples never move,
+ * so after checking the page under its share lock the code can be read
+ * with only the pin held; that lets the memory of a part's nodes be
+ * prefetched before any distance is computed, instead of waiting for each
+ * node's cache misses in turn.
+ */
+void
+vec_batch_distances(Relation index, const VecIndexInfo *info, const VecQuery *query,
+					const ItemPointerData *tids, int n, float *distances,
+					VecNodeHeader *headers, int64 *filters)
+{
+	Assert(n <= VEC_MAX_BATCH);
+	for (int done = 0; done < n;)
+		done += batch_part_distances(index, info, query, tids + done, n - done,
+									 distances + done, headers + done,
+									 filters ? filters + done * VEC_MAX_FILTERS : NULL);
 }
 
 /* Copy one layer's (or filter list's) links of a node into links[]; returns their number */
