@@ -723,8 +723,9 @@ vec_query_init(VecQuery *query, const VecIndexInfo *info, const float *q)
 		else
 			archer_vec_normalize(work, dim);
 	}
-	archer_sq8_query_init(&query->sq, &info->sq, work);
-	archer_sq8_query_init(&query->sq_wide, &info->sq_wide, work);
+	archer_sq8_query_init(&query->sq, &info->sq, work, info->metric == VEC_METRIC_IP);
+	archer_sq8_query_init(&query->sq_wide, &info->sq_wide, work,
+						  info->metric == VEC_METRIC_IP);
 	query->node_space = false;
 	query->lift = 0;
 }

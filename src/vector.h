@@ -142,8 +142,8 @@ archer_vec_cosine_distance(const float *a, const float *b, int n)
  *
  * Distances, all between the decoded vectors x^:
  *	- asymmetric (float query against codes): archer_sq8_query_init once per
- *	  query, then archer_sq8_query_l2sq / _ip per code: one FMA chain over
- *	  the codes.  With uniform_step, L2 runs in integers: the query becomes
+ *	  query (saying whether _ip will be used), then archer_sq8_query_l2sq /
+ *	  _ip per code: one FMA chain over the codes.  With uniform_step, L2 runs in integers: the query becomes
  *	  (q - lo) / step in fixed point, ARCHER_SQ8_FIXED_ONE units a code
  *	  unit, and each code costs a widening subtract and a multiply-add of
  *	  pairs, half the work of the float chain.  The distance is then the
@@ -189,8 +189,8 @@ typedef struct ArcherSQ8
 typedef struct ArcherSQ8Query
 {
 	const ArcherSQ8 *sq;
-	float	   *q_lo;			/* [dim] q - lo */
-	float	   *q_step;			/* [dim] q * step */
+	float	   *q_lo;			/* [dim] q - lo, or NULL with q_fixed */
+	float	   *q_step;			/* [dim] q * step, or NULL: no inner product */
 	float		q_dot_lo;		/* sum q * lo */
 	int16	   *q_fixed;		/* [dim] (q - lo) / step in fixed point, or NULL */
 	float		fixed_scale;	/* (step / ONE)^2 */
@@ -205,7 +205,7 @@ extern void archer_sq8_encode(const ArcherSQ8 *sq, const float *x, uint8 *code);
 extern void archer_sq8_decode(const ArcherSQ8 *sq, const uint8 *code, float *x);
 extern float archer_sq8_bias(const ArcherSQ8 *sq, const uint8 *code);
 extern void archer_sq8_query_init(ArcherSQ8Query *pq, const ArcherSQ8 *sq,
-								  const float *q);
+								  const float *q, bool inner_product);
 extern float archer_sq8_l2sq(const ArcherSQ8 *sq, const uint8 *a, const uint8 *b);
 extern float archer_sq8_ip(const ArcherSQ8 *sq, const uint8 *a, float bias_a,
 						   const uint8 *b, float bias_b);

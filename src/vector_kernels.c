@@ -1076,26 +1076,36 @@ sq8_query_fixed_init(ArcherSQ8Query *pq, const ArcherSQ8 *sq, const float *q)
 /*
  * Prepares a float query for asymmetric distances, allocated in the
  * current memory context:
- *	|q - x^|^2 = sum ((q - lo) - step * c)^2
- *	q . x^	   = sum q * lo + sum (q * step) * c
+ *	|q - x^|^2 = sum ((q - lo) - step * c)^2 (or in fixed point, see vector.h)
+ *	q . x^	   = sum q * lo + sum (q * step) * c, only if inner_product
  */
 void
-archer_sq8_query_init(ArcherSQ8Query *pq, const ArcherSQ8 *sq, const float *q)
+archer_sq8_query_init(ArcherSQ8Query *pq, const ArcherSQ8 *sq, const float *q,
+					  bool inner_product)
 {
-	double		q_dot_lo = 0.0;
-	int			i;
-
 	pq->sq = sq;
-	pq->q_lo = palloc(sizeof(float) * sq->dim);
-	pq->q_step = palloc(sizeof(float) * sq->dim);
-	for (i = 0; i < sq->dim; i++)
-	{
-		pq->q_lo[i] = q[i] - sq->lo[i];
-		pq->q_step[i] = q[i] * sq->step[i];
-		q_dot_lo += (double) q[i] * sq->lo[i];
-	}
-	pq->q_dot_lo = (float) q_dot_lo;
+	pq->q_lo = NULL;
+	pq->q_step = NULL;
+	pq->q_dot_lo = 0.0f;
 	sq8_query_fixed_init(pq, sq, q);
+	if (pq->q_fixed == NULL)
+	{
+		pq->q_lo = palloc(sizeof(float) * sq->dim);
+		for (int i = 0; i < sq->dim; i++)
+			pq->q_lo[i] = q[i] - sq->lo[i];
+	}
+	if (inner_product)
+	{
+		double		q_dot_lo = 0.0;
+
+		pq->q_step = palloc(sizeof(float) * sq->dim);
+		for (int i = 0; i < sq->dim; i++)
+		{
+			pq->q_step[i] = q[i] * sq->step[i];
+			q_dot_lo += (double) q[i] * sq->lo[i];
+		}
+		pq->q_dot_lo = (float) q_dot_lo;
+	}
 }
 
 /* |a^ - b^|^2 = sum step^2 (a - b)^2: in integers if the step is uniform */

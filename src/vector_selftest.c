@@ -377,7 +377,7 @@ selftest_sq8(pg_prng_state *rng)
 			for (j = 0; j < nvec; j++)
 				archer_sq8_encode(&sq, x + j * dim, codes + j * dim);
 			sq8_test_vector(rng, center, spread, q, dim);
-			archer_sq8_query_init(&pq, &sq, q);
+			archer_sq8_query_init(&pq, &sq, q, true);
 			/* uniform steps run queries in the trained range in fixed point */
 			if ((pq.q_fixed != NULL) != sq.uniform_step ||
 				pq.fixed_error > 0.5 * sq.step[0] / ARCHER_SQ8_FIXED_ONE * sqrt(dim) * (1 + 1e-5))
@@ -428,7 +428,7 @@ selftest_sq8(pg_prng_state *rng)
 			}
 			/* a component past the fixed range: the float chain */
 			q[0] = sq.lo[0] + sq.step[0] * (ARCHER_SQ8_LEVELS + ARCHER_SQ8_FIXED_REACH + 2);
-			archer_sq8_query_init(&pq, &sq, q);
+			archer_sq8_query_init(&pq, &sq, q, true);
 			if (pq.q_fixed != NULL)
 				max_err = Max(max_err, 1.0);
 			CHECK_FOR_INTERRUPTS();
