@@ -120,6 +120,17 @@ H('vector.insert.archer_vs_pgvector_hnsw', ins && insPgv && ins.m.rows_per_s / i
 H('vector.insert.recall_after', afterIns && afterIns.m.recall, '', 'higher');
 const idle = find('merge', 'idle'), during = find('merge', 'during');
 if (idle && during) H('vector.merge.during_vs_idle.qps', during.m.qps / idle.m.qps, 'x', 'higher');
+// fm, L2, ef_search 40: one pgbench client and two
+const clientsRun = (part, n) => by('clients').find((r) => r.m.participant === part && r.m.clients === n);
+for (const part of ['archer', 'pgvector_hnsw']) {
+	const one = clientsRun(part, 1), two = clientsRun(part, 2);
+	H(`vector.fm.l2.${part}.qps_2_clients`, two && two.m.qps, 'q/s', 'higher', isArcher(part));
+	H(`vector.fm.l2.${part}.clients_2_vs_1`, one && two && two.m.qps / one.m.qps, 'x', 'higher', false);
+}
+{
+	const a = clientsRun('archer', 2), p = clientsRun('pgvector_hnsw', 2);
+	H('vector.fm.l2.archer_vs_pgvector_hnsw.qps_2_clients', a && p && a.m.qps / p.m.qps, 'x', 'higher', false);
+}
 
 const out = { meta, ok: failures.length === 0, failures, pgvector: avail ? avail.m : null, headline, results: R };
 fs.writeFileSync(outBase + '.json', JSON.stringify(out, null, 1) + '\n');
@@ -211,6 +222,28 @@ for (const [ds, op] of PANELS) {
 		line(`pgvector HNSW and IVFFlat: ${avail ? avail.m.reason : 'not measured'}.`);
 		line();
 	}
+}
+
+if (by('clients').length) {
+	line('## Two clients');
+	line();
+	line(`fm under L2 at \`ef_search\` 40 (the default of both), pgbench with one client and with two at once (\`-c 2 -j 2\`, on ${meta.cpu_count || '?'} CPUs), the configurations taking turns; q/s of the clients together, recall@10 as above.`);
+	line();
+	const rows = [];
+	for (const part of ['archer', 'pgvector_hnsw']) {
+		const one = clientsRun(part, 1), two = clientsRun(part, 2);
+		if (!one && !two) {
+			rows.push([PART_TEXT[part], '–', 'not available', 'not available', '–']);
+			continue;
+		}
+		rows.push([PART_TEXT[part], f((one || two).m.recall, 4), big(one && one.m.qps), big(two && two.m.qps),
+			one && two ? x(two.m.qps, one.m.qps) : '–']);
+	}
+	table(['participant', 'recall@10', 'q/s, 1 client', 'q/s, 2 clients', '2 clients vs 1'], rows);
+	const a = clientsRun('archer', 2), p = clientsRun('pgvector_hnsw', 2);
+	if (a && p)
+		line(`With two clients archer answers ${x(a.m.qps, p.m.qps)} the queries pgvector HNSW does.`);
+	line();
 }
 
 line('## Filtered queries');
