@@ -700,12 +700,17 @@ vec_encode(const VecIndexInfo *info, const float *x, uint8 *code, float *error,
 	pfree(decoded);
 }
 
-void
-vec_query_init(VecQuery *query, const VecIndexInfo *info, const float *q)
+/*
+ * A query of q: under inner product for the distances of a search's
+ * results (node_space false) or of the graph's space (true, see
+ * vec_node_query_init), which each need one of the quantizer's distances.
+ */
+static void
+query_init(VecQuery *query, const VecIndexInfo *info, const float *q, bool node_space)
 {
 	int			dim = info->dim;
 	float	   *work = palloc(sizeof(float) * dim);
-
+	bool		inner_product = info->metric == VEC_METRIC_IP && !node_space;
 	double		norm2 = 0;
 
 	/* in double: a query may have any finite components, 1e20 or FLT_MAX */
@@ -723,11 +728,16 @@ vec_query_init(VecQuery *query, const VecIndexInfo *info, const float *q)
 		else
 			archer_vec_normalize(work, dim);
 	}
-	archer_sq8_query_init(&query->sq, &info->sq, work, info->metric == VEC_METRIC_IP);
-	archer_sq8_query_init(&query->sq_wide, &info->sq_wide, work,
-						  info->metric == VEC_METRIC_IP);
-	query->node_space = false;
-	query->lift = 0;
+	archer_sq8_query_init(&query->sq, &info->sq, work, !inner_product, inner_product);
+	archer_sq8_query_init(&query->sq_wide, &info->sq_wide, work, !inner_product, inner_product);
+	query->node_space = node_space;
+	query->lift = node_space ? lift(info, query->qnorm * query->qnorm) : 0;
+}
+
+void
+vec_query_init(VecQuery *query, const VecIndexInfo *info, const float *q)
+{
+	query_init(query, info, q, false);
 }
 
 /*
@@ -738,9 +748,7 @@ vec_query_init(VecQuery *query, const VecIndexInfo *info, const float *q)
 void
 vec_node_query_init(VecQuery *query, const VecIndexInfo *info, const float *x)
 {
-	vec_query_init(query, info, x);
-	query->node_space = true;
-	query->lift = lift(info, query->qnorm * query->qnorm);
+	query_init(query, info, x, true);
 }
 
 /*
@@ -835,8 +843,9 @@ vec_query_distance(const VecQuery *query, const uint8 *code, uint8 flags)
  * squared L2 distance), so the triangle inequality bounds the exact L2
  * distance within the code's L2 distance plus or minus the error, and the
  * query's own rounding where the distance ran in fixed point (vector.h,
- * fixed_error); under
- * inner product the error moves q.x by at most |q| times the error.  Both
+ * fixed_error); under inner product the error moves q.x by at most |q|
+ * times the error, and a fixed-point query's rounding by at most
+ * dot_error * |x^ - lo|.  Both
  * are widened by a margin for the rounding of float arithmetic.  A code
  * distance clamped to FLT_MAX (vec_query_distance) is at least that: the
  * lower bound from it stays below the exact distance.  One clamped to
@@ -847,8 +856,10 @@ void
 vec_distance_bounds(const VecQuery *query, float code_distance, const VecNodeHeader *node,
 					double *lower, double *upper)
 {
+	const ArcherSQ8Query *sq = query_quantizer(query, node->flags);
+
 	/* L2 and cosine measure from the query as rounded for the code's quantizer */
-	double		error = (double) node->error + query_quantizer(query, node->flags)->fixed_error;
+	double		error = (double) node->error + sq->fixed_error;
 	double		magnitude;
 
 	switch (query->info->metric)
@@ -865,8 +876,11 @@ vec_distance_bounds(const VecQuery *query, float code_distance, const VecNodeHea
 				*upper = code_distance;
 				return;
 			}
-			*lower = code_distance - query->qnorm * node->error;
-			*upper = code_distance + query->qnorm * node->error;
+			/* and the rounding of a fixed-point query: dot_error * |x^ - lo| (vector.h) */
+			error = query->qnorm * node->error +
+				(double) sq->dot_error * (node->norm + node->error + sqrt(sq->sq->lo_norm2));
+			*lower = code_distance - error;
+			*upper = code_distance + error;
 			magnitude = query->qnorm * (node->norm + node->error);
 			break;
 		default:

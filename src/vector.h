@@ -90,6 +90,7 @@ typedef struct ArcherVecKernels
 
 	/* a fixed-point query against SQ8 codes, exact integers (see SQ8 below) */
 	uint64		(*sq8_fixed_l2sq) (const int16 *q, const uint8 *c, int n);	/* sum (q-ONE*c)^2 */
+	int64		(*sq8_fixed_dot) (const int16 *q, const uint8 *c, int n);	/* sum q*c */
 } ArcherVecKernels;
 
 /* The active set; its members resolve the CPU's best set on first call */
@@ -142,7 +143,7 @@ archer_vec_cosine_distance(const float *a, const float *b, int n)
  *
  * Distances, all between the decoded vectors x^:
  *	- asymmetric (float query against codes): archer_sq8_query_init once per
- *	  query (saying whether _ip will be used), then archer_sq8_query_l2sq /
+ *	  query (saying which of _l2sq and _ip it will use), then archer_sq8_query_l2sq /
  *	  _ip per code: one FMA chain over the codes.  With uniform_step, L2 runs in integers: the query becomes
  *	  (q - lo) / step in fixed point, ARCHER_SQ8_FIXED_ONE units a code
  *	  unit, and each code costs a widening subtract and a multiply-add of
@@ -151,7 +152,9 @@ archer_vec_cosine_distance(const float *a, const float *b, int n)
  *	  (0 when q - lo is a multiple of step / ONE, as for integer data with
  *	  a step of 1); callers that bound distances add it.  A query with a
  *	  component more than ARCHER_SQ8_FIXED_REACH code units outside the
- *	  trained range keeps the float chain;
+ *	  trained range keeps the float chain.  The inner product's sum of
+ *	  q * step * c runs alike, q scaled so that its largest component is
+ *	  ARCHER_SQ8_DOT_ONE; it is off by at most dot_error * |x^ - lo|;
  *	- symmetric (code against code): archer_sq8_l2sq, and archer_sq8_ip,
  *	  which takes each code's bias (archer_sq8_bias: one float per vector
  *	  that the index should store beside the code, the per-vector offset
@@ -175,6 +178,13 @@ archer_vec_cosine_distance(const float *a, const float *b, int n)
 #define ARCHER_SQ8_FIXED_REACH	256
 #define ARCHER_SQ8_FIXED_BLOCK	1024
 
+/*
+ * Fixed-point inner products: components within +-DOT_ONE, so a pair of
+ * products q * c stays within 2 * 32767 * 255 < 2^24 and a block's lanes
+ * within 2^30.
+ */
+#define ARCHER_SQ8_DOT_ONE		32767
+
 typedef struct ArcherSQ8
 {
 	int			dim;
@@ -190,11 +200,14 @@ typedef struct ArcherSQ8Query
 {
 	const ArcherSQ8 *sq;
 	float	   *q_lo;			/* [dim] q - lo, or NULL with q_fixed */
-	float	   *q_step;			/* [dim] q * step, or NULL: no inner product */
+	float	   *q_step;			/* [dim] q * step, or NULL: no inner product, or q_dot */
 	float		q_dot_lo;		/* sum q * lo */
 	int16	   *q_fixed;		/* [dim] (q - lo) / step in fixed point, or NULL */
 	float		fixed_scale;	/* (step / ONE)^2 */
 	float		fixed_error;	/* |q - q~| (0 without q_fixed) */
+	int16	   *q_dot;			/* [dim] q in fixed point, or NULL (inner product) */
+	float		dot_scale;		/* step / the scale of q_dot */
+	float		dot_error;		/* |q - q_dot's q| (0 without q_dot) */
 } ArcherSQ8Query;
 
 extern void archer_sq8_range_init(float *min, float *max, int dim);
@@ -205,7 +218,7 @@ extern void archer_sq8_encode(const ArcherSQ8 *sq, const float *x, uint8 *code);
 extern void archer_sq8_decode(const ArcherSQ8 *sq, const uint8 *code, float *x);
 extern float archer_sq8_bias(const ArcherSQ8 *sq, const uint8 *code);
 extern void archer_sq8_query_init(ArcherSQ8Query *pq, const ArcherSQ8 *sq,
-								  const float *q, bool inner_product);
+								  const float *q, bool l2, bool inner_product);
 extern float archer_sq8_l2sq(const ArcherSQ8 *sq, const uint8 *a, const uint8 *b);
 extern float archer_sq8_ip(const ArcherSQ8 *sq, const uint8 *a, float bias_a,
 						   const uint8 *b, float bias_b);
@@ -213,6 +226,7 @@ extern float archer_sq8_ip(const ArcherSQ8 *sq, const uint8 *a, float bias_a,
 static inline float
 archer_sq8_query_l2sq(const ArcherSQ8Query *pq, const uint8 *code)
 {
+	Assert(pq->q_fixed != NULL || pq->q_lo != NULL);
 	if (pq->q_fixed != NULL)
 		return pq->fixed_scale *
 			(float) archer_vec_kernels.sq8_fixed_l2sq(pq->q_fixed, code, pq->sq->dim);
@@ -222,6 +236,10 @@ archer_sq8_query_l2sq(const ArcherSQ8Query *pq, const uint8 *code)
 static inline float
 archer_sq8_query_ip(const ArcherSQ8Query *pq, const uint8 *code)
 {
+	Assert(pq->q_dot != NULL || pq->q_step != NULL);
+	if (pq->q_dot != NULL)
+		return pq->q_dot_lo + pq->dot_scale *
+			(float) archer_vec_kernels.sq8_fixed_dot(pq->q_dot, code, pq->sq->dim);
 	return pq->q_dot_lo + archer_vec_kernels.sq8_dot(pq->q_step, code, pq->sq->dim);
 }
 

@@ -276,19 +276,31 @@ u8_dot_scalar(const uint8 *a, const uint8 *b, int n)
 	return s;
 }
 
-static uint64
-sq8_fixed_l2sq_scalar(const int16 *q, const uint8 *c, int n)
+/* The fixed-point kernels (vector.h): sums of squares of q - ONE * c, or of q * c */
+static pg_attribute_always_inline int64
+fixed_sum_scalar(const int16 *q, const uint8 *c, int n, bool squares)
 {
-	uint64		s = 0;
-	int			i;
+	int64		s = 0;
 
-	for (i = 0; i < n; i++)
+	for (int i = 0; i < n; i++)
 	{
 		int			d = (int) q[i] - ARCHER_SQ8_FIXED_ONE * (int) c[i];
 
-		s += (uint64) (d * d);
+		s += squares ? (int64) d * d : (int64) q[i] * c[i];
 	}
 	return s;
+}
+
+static uint64
+sq8_fixed_l2sq_scalar(const int16 *q, const uint8 *c, int n)
+{
+	return (uint64) fixed_sum_scalar(q, c, n, true);
+}
+
+static int64
+sq8_fixed_dot_scalar(const int16 *q, const uint8 *c, int n)
+{
+	return fixed_sum_scalar(q, c, n, false);
 }
 
 const ArcherVecKernels archer_vec_kernels_scalar = {
@@ -297,7 +309,7 @@ const ArcherVecKernels archer_vec_kernels_scalar = {
 	sq8_l2sq_scalar, sq8_dot_scalar,
 	sq8_wl2sq_scalar, sq8_wdot_scalar,
 	u8_l2sq_scalar, u8_dot_scalar,
-	sq8_fixed_l2sq_scalar
+	sq8_fixed_l2sq_scalar, sq8_fixed_dot_scalar
 };
 
 /* ---------------------------------------------------------------------
@@ -689,34 +701,46 @@ u8_dot_avx2(const uint8 *a, const uint8 *b, int n)
 	return hsum_epi32(_mm256_add_epi32(s0, s1)) + tail;
 }
 
-/*
- * 16 codes times ARCHER_SQ8_FIXED_ONE less 16 fixed-point components: the
- * negated difference, which squares the same and lets the subtraction read
- * the query from memory
- */
-ARCHER_AVX2 static inline __m256i
-fixed_diff16(const int16 *q, const uint8 *c)
+/* The sum of 8 int32 lanes in 64 bits */
+ARCHER_AVX2 static inline int64
+hsum_epi32_wide(__m256i v)
 {
-	return _mm256_sub_epi16(_mm256_slli_epi16(load16_epi16(c), ARCHER_SQ8_FIXED_SHIFT),
-							_mm256_loadu_si256((const __m256i *) q));
-}
-
-/* The sum of 8 int32 lanes of at most 2^31 each, in 64 bits */
-ARCHER_AVX2 static inline uint64
-hsum_epu32_wide(__m256i v)
-{
-	__m256i		s = _mm256_add_epi64(_mm256_cvtepu32_epi64(_mm256_castsi256_si128(v)),
-									 _mm256_cvtepu32_epi64(_mm256_extracti128_si256(v, 1)));
+	__m256i		s = _mm256_add_epi64(_mm256_cvtepi32_epi64(_mm256_castsi256_si128(v)),
+									 _mm256_cvtepi32_epi64(_mm256_extracti128_si256(v, 1)));
 	__m128i		h = _mm_add_epi64(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
 
-	return (uint64) _mm_cvtsi128_si64(h) + (uint64) _mm_extract_epi64(h, 1);
+	return (int64) _mm_cvtsi128_si64(h) + (int64) _mm_extract_epi64(h, 1);
 }
 
-/* Blocks of ARCHER_SQ8_FIXED_BLOCK dimensions, each summed in int32 lanes (vector.h) */
-ARCHER_AVX2 static uint64
-sq8_fixed_l2sq_avx2(const int16 *q, const uint8 *c, int n)
+/*
+ * 16 terms of a fixed-point kernel as 8 int32 pair sums: the squares of
+ * ONE * c - q (the negated difference squares the same and lets the
+ * subtraction read q from memory), or the products q * c
+ */
+ARCHER_AVX2 static pg_attribute_always_inline __m256i
+fixed_terms16(const int16 *q, const uint8 *c, bool squares)
 {
-	uint64		total = 0;
+	__m256i		q16 = _mm256_loadu_si256((const __m256i *) q);
+
+	if (squares)
+	{
+		__m256i		d = _mm256_sub_epi16(_mm256_slli_epi16(load16_epi16(c), ARCHER_SQ8_FIXED_SHIFT),
+										 q16);
+
+		return _mm256_madd_epi16(d, d);
+	}
+	return _mm256_madd_epi16(load16_epi16(c), q16);
+}
+
+/*
+ * The fixed-point kernels (vector.h): blocks of ARCHER_SQ8_FIXED_BLOCK
+ * dimensions, each summed in int32 lanes, then in 64 bits.  Inlined with
+ * a constant squares, each caller gets a loop of its own.
+ */
+ARCHER_AVX2 static pg_attribute_always_inline int64
+fixed_sum(const int16 *q, const uint8 *c, int n, bool squares)
+{
+	int64		total = 0;
 
 	while (n >= 16)
 	{
@@ -727,29 +751,30 @@ sq8_fixed_l2sq_avx2(const int16 *q, const uint8 *c, int n)
 		n -= block & ~15;
 		for (; block >= 32; block -= 32, q += 32, c += 32)
 		{
-			__m256i		d0 = fixed_diff16(q, c);
-			__m256i		d1 = fixed_diff16(q + 16, c + 16);
-
-			s0 = _mm256_add_epi32(s0, _mm256_madd_epi16(d0, d0));
-			s1 = _mm256_add_epi32(s1, _mm256_madd_epi16(d1, d1));
+			s0 = _mm256_add_epi32(s0, fixed_terms16(q, c, squares));
+			s1 = _mm256_add_epi32(s1, fixed_terms16(q + 16, c + 16, squares));
 		}
 		if (block >= 16)
 		{
-			__m256i		d = fixed_diff16(q, c);
-
-			s0 = _mm256_add_epi32(s0, _mm256_madd_epi16(d, d));
+			s0 = _mm256_add_epi32(s0, fixed_terms16(q, c, squares));
 			q += 16;
 			c += 16;
 		}
-		total += hsum_epu32_wide(s0) + hsum_epu32_wide(s1);
+		total += hsum_epi32_wide(s0) + hsum_epi32_wide(s1);
 	}
-	for (int i = 0; i < n; i++)
-	{
-		int			d = (int) q[i] - ARCHER_SQ8_FIXED_ONE * (int) c[i];
+	return total + fixed_sum_scalar(q, c, n, squares);
+}
 
-		total += (uint64) (d * d);
-	}
-	return total;
+ARCHER_AVX2 static uint64
+sq8_fixed_l2sq_avx2(const int16 *q, const uint8 *c, int n)
+{
+	return (uint64) fixed_sum(q, c, n, true);
+}
+
+ARCHER_AVX2 static int64
+sq8_fixed_dot_avx2(const int16 *q, const uint8 *c, int n)
+{
+	return fixed_sum(q, c, n, false);
 }
 
 static const ArcherVecKernels archer_vec_kernels_avx2 = {
@@ -758,7 +783,7 @@ static const ArcherVecKernels archer_vec_kernels_avx2 = {
 	sq8_l2sq_avx2, sq8_dot_avx2,
 	sq8_wl2sq_avx2, sq8_wdot_avx2,
 	u8_l2sq_avx2, u8_dot_avx2,
-	sq8_fixed_l2sq_avx2
+	sq8_fixed_l2sq_avx2, sq8_fixed_dot_avx2
 };
 
 #endif							/* ARCHER_HAVE_AVX2 */
@@ -879,13 +904,20 @@ sq8_fixed_l2sq_stub(const int16 *q, const uint8 *c, int n)
 	return archer_vec_kernels.sq8_fixed_l2sq(q, c, n);
 }
 
+static int64
+sq8_fixed_dot_stub(const int16 *q, const uint8 *c, int n)
+{
+	archer_vec_resolve();
+	return archer_vec_kernels.sq8_fixed_dot(q, c, n);
+}
+
 ArcherVecKernels archer_vec_kernels = {
 	"unresolved",
 	l2sq_stub, dot_stub, cosine_stub,
 	sq8_l2sq_stub, sq8_dot_stub,
 	sq8_wl2sq_stub, sq8_wdot_stub,
 	u8_l2sq_stub, u8_dot_stub,
-	sq8_fixed_l2sq_stub
+	sq8_fixed_l2sq_stub, sq8_fixed_dot_stub
 };
 
 /* ---------------------------------------------------------------------
@@ -1074,36 +1106,82 @@ sq8_query_fixed_init(ArcherSQ8Query *pq, const ArcherSQ8 *sq, const float *q)
 }
 
 /*
+ * The query in fixed point for inner products with uniform steps
+ * (vector.h): q scaled so that its largest component is DOT_ONE, rounded
+ * to nearest, and how far the vector it stands for lies from q.
+ */
+static void
+sq8_query_dot_init(ArcherSQ8Query *pq, const ArcherSQ8 *sq, const float *q)
+{
+	double		largest = 0.0;
+	double		scale;
+	double		error2 = 0.0;
+
+	pq->q_dot = NULL;
+	pq->dot_scale = 0.0f;
+	pq->dot_error = 0.0f;
+	if (!sq->uniform_step)
+		return;
+	for (int i = 0; i < sq->dim; i++)
+		largest = Max(largest, fabs((double) q[i]));
+	scale = largest > 0 ? ARCHER_SQ8_DOT_ONE / largest : 1.0;
+	pq->q_dot = palloc(sizeof(int16) * sq->dim);
+	for (int i = 0; i < sq->dim; i++)
+	{
+		/* to nearest: truncation of a positive number is its floor */
+		int			rounded = (int) ((double) q[i] * scale + ARCHER_SQ8_DOT_ONE + 0.5) -
+			ARCHER_SQ8_DOT_ONE;
+		double		error = rounded / scale - q[i];
+
+		pq->q_dot[i] = (int16) rounded;
+		error2 += error * error;
+	}
+	pq->dot_scale = (float) (sq->step[0] / scale);
+	/* rounded up: callers widen distance bounds by it */
+	pq->dot_error = error2 > 0 ? nextafterf((float) sqrt(error2), FLT_MAX) : 0.0f;
+}
+
+/*
  * Prepares a float query for asymmetric distances, allocated in the
- * current memory context:
+ * current memory context (each only if asked for):
  *	|q - x^|^2 = sum ((q - lo) - step * c)^2 (or in fixed point, see vector.h)
- *	q . x^	   = sum q * lo + sum (q * step) * c, only if inner_product
+ *	q . x^	   = sum q * lo + sum (q * step) * c (likewise)
  */
 void
 archer_sq8_query_init(ArcherSQ8Query *pq, const ArcherSQ8 *sq, const float *q,
-					  bool inner_product)
+					  bool l2, bool inner_product)
 {
 	pq->sq = sq;
 	pq->q_lo = NULL;
 	pq->q_step = NULL;
 	pq->q_dot_lo = 0.0f;
-	sq8_query_fixed_init(pq, sq, q);
-	if (pq->q_fixed == NULL)
+	pq->q_fixed = NULL;
+	pq->fixed_scale = 0.0f;
+	pq->fixed_error = 0.0f;
+	if (l2)
+		sq8_query_fixed_init(pq, sq, q);
+	if (l2 && pq->q_fixed == NULL)
 	{
 		pq->q_lo = palloc(sizeof(float) * sq->dim);
 		for (int i = 0; i < sq->dim; i++)
 			pq->q_lo[i] = q[i] - sq->lo[i];
 	}
+	pq->q_dot = NULL;
+	pq->dot_scale = 0.0f;
+	pq->dot_error = 0.0f;
 	if (inner_product)
 	{
 		double		q_dot_lo = 0.0;
 
-		pq->q_step = palloc(sizeof(float) * sq->dim);
-		for (int i = 0; i < sq->dim; i++)
+		sq8_query_dot_init(pq, sq, q);
+		if (pq->q_dot == NULL)
 		{
-			pq->q_step[i] = q[i] * sq->step[i];
-			q_dot_lo += (double) q[i] * sq->lo[i];
+			pq->q_step = palloc(sizeof(float) * sq->dim);
+			for (int i = 0; i < sq->dim; i++)
+				pq->q_step[i] = q[i] * sq->step[i];
 		}
+		for (int i = 0; i < sq->dim; i++)
+			q_dot_lo += (double) q[i] * sq->lo[i];
 		pq->q_dot_lo = (float) q_dot_lo;
 	}
 }

@@ -44,12 +44,13 @@ typedef enum KernelId
 	K_U8_L2SQ,
 	K_U8_DOT,
 	K_SQ8_FIXED_L2SQ,
+	K_SQ8_FIXED_DOT,
 	K_COUNT
 } KernelId;
 
 static const char *const kernel_names[K_COUNT] = {
 	"l2sq", "dot", "cosine", "sq8_l2sq", "sq8_dot", "sq8_wl2sq", "sq8_wdot",
-	"u8_l2sq", "u8_dot", "sq8_fixed_l2sq"
+	"u8_l2sq", "u8_dot", "sq8_fixed_l2sq", "sq8_fixed_dot"
 };
 
 #define SELFTEST_MAX_LEN		4100
@@ -64,6 +65,7 @@ typedef struct KernelInputs
 	uint8	   *ca;
 	uint8	   *cb;
 	int16	   *qf;				/* a fixed-point SQ8 query, in its range */
+	int16	   *qd;				/* a fixed-point SQ8 inner-product query */
 } KernelInputs;
 
 /* The range of a fixed-point query component (vector.h) */
@@ -82,7 +84,7 @@ fixed_highest(void)
 static bool
 kernel_is_integer(KernelId id)
 {
-	return id == K_U8_L2SQ || id == K_U8_DOT || id == K_SQ8_FIXED_L2SQ;
+	return id == K_U8_L2SQ || id == K_U8_DOT || id == K_SQ8_FIXED_L2SQ || id == K_SQ8_FIXED_DOT;
 }
 
 static double
@@ -110,6 +112,8 @@ kernel_run(const ArcherVecKernels *k, KernelId id, const KernelInputs *in, int n
 			return k->u8_dot(in->ca, in->cb, n);
 		case K_SQ8_FIXED_L2SQ:
 			return (double) k->sq8_fixed_l2sq(in->qf, in->ca, n);
+		case K_SQ8_FIXED_DOT:
+			return (double) k->sq8_fixed_dot(in->qd, in->ca, n);
 		case K_COUNT:
 			break;
 	}
@@ -169,6 +173,9 @@ kernel_reference(KernelId id, const KernelInputs *in, int n, double *scale)
 				t = (double) in->qf[i] - ARCHER_SQ8_FIXED_ONE * in->ca[i];
 				t *= t;
 				break;
+			case K_SQ8_FIXED_DOT:
+				t = (double) in->qd[i] * in->ca[i];
+				break;
 			case K_COUNT:
 				break;
 		}
@@ -203,6 +210,8 @@ fill_random(pg_prng_state *rng, KernelInputs *in, int len)
 		in->cb[i] = (uint8) (pg_prng_uint32(rng) & 0xFF);
 		in->qf[i] = (int16) (fixed_lowest() +
 							 (int) (pg_prng_uint32(rng) % (fixed_highest() - fixed_lowest() + 1)));
+		in->qd[i] = (int16) ((int) (pg_prng_uint32(rng) % (2 * ARCHER_SQ8_DOT_ONE + 1)) -
+							 ARCHER_SQ8_DOT_ONE);
 	}
 }
 
@@ -215,6 +224,7 @@ alloc_inputs(KernelInputs *in, int len)
 	in->ca = palloc(len);
 	in->cb = palloc(len);
 	in->qf = palloc(sizeof(int16) * len);
+	in->qd = palloc(sizeof(int16) * len);
 }
 
 /* The inputs shifted by off elements, so that lengths meet every alignment */
@@ -229,6 +239,7 @@ inputs_at(const KernelInputs *in, int off)
 	s.ca = in->ca + off;
 	s.cb = in->cb + off;
 	s.qf = in->qf + off;
+	s.qd = in->qd + off;
 	return s;
 }
 
@@ -261,18 +272,27 @@ selftest_kernel(KernelId id, const ArcherVecKernels *simd, const KernelInputs *i
 		KernelInputs ext = {0};
 		double		expect = (double) AVECTOR_MAX_DIM * 255 * 255;
 
-		/* l2sq: 255s against 0s; dot: 255s against 255s; fixed: 255s against the lowest */
+		/*
+		 * l2sq: 255s against 0s; dot: 255s against 255s; fixed: 255s
+		 * against the lowest component; fixed dot: against -DOT_ONE
+		 */
 		ext.ca = palloc(AVECTOR_MAX_DIM);
 		ext.cb = palloc(AVECTOR_MAX_DIM);
 		ext.qf = palloc(sizeof(int16) * AVECTOR_MAX_DIM);
+		ext.qd = palloc(sizeof(int16) * AVECTOR_MAX_DIM);
 		memset(ext.ca, 255, AVECTOR_MAX_DIM);
 		memset(ext.cb, id == K_U8_L2SQ ? 0 : 255, AVECTOR_MAX_DIM);
 		for (int i = 0; i < AVECTOR_MAX_DIM; i++)
+		{
 			ext.qf[i] = (int16) fixed_lowest();
+			ext.qd[i] = (int16) -ARCHER_SQ8_DOT_ONE;
+		}
 		if (id == K_SQ8_FIXED_L2SQ)
 			expect = (double) AVECTOR_MAX_DIM *
 				(fixed_lowest() - 255.0 * ARCHER_SQ8_FIXED_ONE) *
 				(fixed_lowest() - 255.0 * ARCHER_SQ8_FIXED_ONE);
+		if (id == K_SQ8_FIXED_DOT)
+			expect = (double) AVECTOR_MAX_DIM * -ARCHER_SQ8_DOT_ONE * 255;
 		max_err = Max(max_err, fabs(kernel_run(&archer_vec_kernels_scalar, id, &ext,
 											   AVECTOR_MAX_DIM) - expect));
 		max_err = Max(max_err, fabs(kernel_run(simd, id, &ext, AVECTOR_MAX_DIM) - expect));
@@ -331,6 +351,24 @@ query_l2sq_error(const ArcherSQ8Query *pq, const uint8 *code, double ref, double
 }
 
 /*
+ * The relative error of archer_sq8_query_ip against the exact q . x^ (ref;
+ * scale: its terms' magnitudes); in fixed point it must lie within
+ * dot_error * |x^ - lo| (code_lo) of it: 1 (a failure) if it does not.
+ */
+static double
+query_ip_error(const ArcherSQ8Query *pq, const uint8 *code, double ref, double scale,
+			   double code_lo)
+{
+	double		ip = archer_sq8_query_ip(pq, code);
+
+	if (pq->q_dot == NULL)
+		return fabs(ip - ref) / Max(scale, 1e-30);
+	if (fabs(ip - ref) > pq->dot_error * code_lo + scale * 1e-5)
+		return 1.0;
+	return 0.0;
+}
+
+/*
  * The SQ8 API on random data, both step modes: round trip within half a
  * step, and every distance equal to the same distance computed in double
  * on the decoded vectors.
@@ -377,9 +415,10 @@ selftest_sq8(pg_prng_state *rng)
 			for (j = 0; j < nvec; j++)
 				archer_sq8_encode(&sq, x + j * dim, codes + j * dim);
 			sq8_test_vector(rng, center, spread, q, dim);
-			archer_sq8_query_init(&pq, &sq, q, true);
+			archer_sq8_query_init(&pq, &sq, q, true, true);
 			/* uniform steps run queries in the trained range in fixed point */
 			if ((pq.q_fixed != NULL) != sq.uniform_step ||
+				(pq.q_dot != NULL) != sq.uniform_step ||
 				pq.fixed_error > 0.5 * sq.step[0] / ARCHER_SQ8_FIXED_ONE * sqrt(dim) * (1 + 1e-5))
 				max_err = Max(max_err, 1.0);
 
@@ -392,6 +431,7 @@ selftest_sq8(pg_prng_state *rng)
 				double		ref_ip = 0.0;
 				double		ip_scale = 0.0;
 				double		sym_l2 = 0.0;
+				double		code_lo2 = 0.0;
 				double		ref;
 				double		scale;
 
@@ -414,10 +454,10 @@ selftest_sq8(pg_prng_state *rng)
 					ip_scale += fabs((double) q[i] * sq.lo[i]) +
 						fabs((double) q[i] * sq.step[i] * ca[i]);
 					sym_l2 += (xa - xb) * (xa - xb);
+					code_lo2 += (xa - sq.lo[i]) * (xa - sq.lo[i]);
 				}
 				max_err = Max(max_err, query_l2sq_error(&pq, ca, ref_l2, l2_scale));
-				max_err = Max(max_err, fabs(archer_sq8_query_ip(&pq, ca) - ref_ip) /
-							  Max(ip_scale, 1e-30));
+				max_err = Max(max_err, query_ip_error(&pq, ca, ref_ip, ip_scale, sqrt(code_lo2)));
 				max_err = Max(max_err, fabs(archer_sq8_l2sq(&sq, ca, cb) - sym_l2) /
 							  Max(sym_l2, 1e-30));
 				ref = decoded_dot(&sq, ca, cb, &scale);
@@ -428,7 +468,7 @@ selftest_sq8(pg_prng_state *rng)
 			}
 			/* a component past the fixed range: the float chain */
 			q[0] = sq.lo[0] + sq.step[0] * (ARCHER_SQ8_LEVELS + ARCHER_SQ8_FIXED_REACH + 2);
-			archer_sq8_query_init(&pq, &sq, q, true);
+			archer_sq8_query_init(&pq, &sq, q, true, true);
 			if (pq.q_fixed != NULL)
 				max_err = Max(max_err, 1.0);
 			CHECK_FOR_INTERRUPTS();
