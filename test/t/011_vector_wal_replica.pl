@@ -144,7 +144,7 @@ sub standby_fatals
 	my ($allow_reconnect) = @_;
 	return (qr/FATAL:  the database system is (shutting down|in recovery mode)/,
 		$allow_reconnect
-		? qr/FATAL:  (streaming replication receiver "[^"]*" )?(could not receive data from WAL stream|could not connect to the primary server|terminating walreceiver|could not send end-of-streaming message to primary)/
+		? qr/FATAL:  (streaming replication receiver "[^"]*" )?(could (not receive data from|not send data to) WAL stream|could not connect to the primary server|terminating walreceiver|could not send end-of-streaming message to primary)/
 		: ());
 }
 
