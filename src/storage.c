@@ -350,41 +350,36 @@ archer_write_new_page(Relation index, BlockNumber expected, Page page)
 }
 
 /*
- * Append n entries of entry_size bytes to the entry array of a page with
- * room for them (the caller holds its exclusive lock), in one WAL record
- * that carries just those bytes and the new pd_lower.
+ * Write n changes (bytes at known offsets) to a page the caller holds
+ * exclusively, in one WAL record that carries just those bytes.
  *
  * GenericXLog finds what a change did by copying the page and comparing
- * every byte outside the hole with the copy: for a page that takes a few
- * entries, that comparison costs more than everything else the insert
- * does.  An append changes two known places, which this logs in the form
+ * every byte outside the hole with the copy: for a change of a few bytes,
+ * that comparison costs more than everything else the caller does.  A
+ * caller that knows where its change goes logs it here in the form
  * generic redo applies (a run of fragments: offset and length as
  * OffsetNumbers, then the bytes) under RM_GENERIC_ID, so that replay,
  * wal_consistency_checking and pg_waldump take it for the record
  * GenericXLogFinish would have written; like generic redo, the hole is
  * zero on both sides (every change to the page went through either).
+ * Changes must not overlap the hole (generic redo never writes there).
  */
 void
-archer_page_append_logged(Relation index, Buffer buf, const void *entries, int n,
-						  Size entry_size)
+archer_page_write_logged(Relation index, Buffer buf, const ArcherPageChange *changes, int n)
 {
 	Page		page = BufferGetPage(buf);
-	PageHeader	header = (PageHeader) page;
-	OffsetNumber lower_fragment[2] = {offsetof(PageHeaderData, pd_lower), sizeof(LocationIndex)};
-	OffsetNumber entries_fragment[2];
-	LocationIndex new_lower;
+	OffsetNumber (*fragments)[2] = palloc(sizeof(OffsetNumber[2]) * n);
 
-	/* callers count the room from pd_lower: pd_upper can only be damaged */
-	if (header->pd_lower + n * entry_size > header->pd_upper)
-		archer_corrupted(index, BufferGetBlockNumber(buf),
-						 "The page's free space ends before its entry capacity.");
-	entries_fragment[0] = header->pd_lower;
-	entries_fragment[1] = n * entry_size;
-	new_lower = header->pd_lower + n * entry_size;
+	for (int i = 0; i < n; i++)
+	{
+		Assert(changes[i].offset + changes[i].length <= BLCKSZ);
+		fragments[i][0] = changes[i].offset;
+		fragments[i][1] = changes[i].length;
+	}
 
 	START_CRIT_SECTION();
-	memcpy((char *) page + header->pd_lower, entries, n * entry_size);
-	header->pd_lower = new_lower;
+	for (int i = 0; i < n; i++)
+		memcpy((char *) page + changes[i].offset, changes[i].data, changes[i].length);
 	MarkBufferDirty(buf);
 	if (RelationNeedsWAL(index))
 	{
@@ -392,14 +387,40 @@ archer_page_append_logged(Relation index, Buffer buf, const void *entries, int n
 
 		XLogBeginInsert();
 		XLogRegisterBuffer(0, buf, REGBUF_STANDARD);
-		XLogRegisterBufData(0, (char *) lower_fragment, sizeof(lower_fragment));
-		XLogRegisterBufData(0, (char *) &header->pd_lower, sizeof(LocationIndex));
-		XLogRegisterBufData(0, (char *) entries_fragment, sizeof(entries_fragment));
-		XLogRegisterBufData(0, (char *) page + entries_fragment[0], entries_fragment[1]);
+		for (int i = 0; i < n; i++)
+		{
+			XLogRegisterBufData(0, (char *) fragments[i], sizeof(fragments[i]));
+			XLogRegisterBufData(0, (char *) page + changes[i].offset, changes[i].length);
+		}
 		lsn = XLogInsert(RM_GENERIC_ID, 0);
 		PageSetLSN(page, lsn);
 	}
 	END_CRIT_SECTION();
+	pfree(fragments);
+}
+
+/*
+ * Append n entries of entry_size bytes to the entry array of a page with
+ * room for them (the caller holds its exclusive lock), in one WAL record
+ * that carries just those bytes and the new pd_lower.
+ */
+void
+archer_page_append_logged(Relation index, Buffer buf, const void *entries, int n,
+						  Size entry_size)
+{
+	PageHeader	header = (PageHeader) BufferGetPage(buf);
+	LocationIndex new_lower;
+	ArcherPageChange changes[2] = {
+		{offsetof(PageHeaderData, pd_lower), sizeof(LocationIndex), &new_lower},
+		{header->pd_lower, n * entry_size, entries},
+	};
+
+	/* callers count the room from pd_lower: pd_upper can only be damaged */
+	if (header->pd_lower + n * entry_size > header->pd_upper)
+		archer_corrupted(index, BufferGetBlockNumber(buf),
+						 "The page's free space ends before its entry capacity.");
+	new_lower = header->pd_lower + n * entry_size;
+	archer_page_write_logged(index, buf, changes, lengthof(changes));
 }
 
 /* WAL-log every page of an index built without WAL */

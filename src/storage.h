@@ -177,6 +177,14 @@ typedef struct ArcherRecentBuffers
 	BlockNumber nblocks;		/* length of buffers[] */
 } ArcherRecentBuffers;
 
+/* Bytes to write at an offset of a page (archer_page_write_logged) */
+typedef struct ArcherPageChange
+{
+	Size		offset;
+	Size		length;
+	const void *data;
+} ArcherPageChange;
+
 extern ArcherRecentBuffers *archer_recent_buffers_create(MemoryContext cxt);
 extern Buffer archer_read_buffer_recent(Relation index, BlockNumber blkno,
 										ArcherRecentBuffers *recent);
@@ -189,6 +197,8 @@ pg_noreturn extern void archer_corrupted(Relation index, BlockNumber blkno,
 extern void archer_write_new_page(Relation index, BlockNumber expected, Page page);
 extern int	archer_build_workers(Relation heap, Relation index);
 extern void archer_log_all_pages(Relation index);
+extern void archer_page_write_logged(Relation index, Buffer buf,
+									 const ArcherPageChange *changes, int n);
 extern void archer_page_append_logged(Relation index, Buffer buf, const void *entries, int n,
 									  Size entry_size);
 extern void archer_set_empty_itup(IndexScanDesc scan);

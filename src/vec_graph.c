@@ -523,7 +523,8 @@ add_back_link(Relation index, const VecIndexInfo *info, const VecLink *link,
 		int			nslots;
 		int			target = -1;
 		float		between = 0;
-		GenericXLogState *state;
+		VecNeighbor new_link;
+		ArcherPageChange change;
 
 		if (!vec_node_has_list(node, info, link->layer))
 		{
@@ -568,13 +569,13 @@ add_back_link(Relation index, const VecIndexInfo *info, const VecLink *link,
 			evicted->tid = slots[target].tid;
 			evicted->distance = between;
 		}
-		state = GenericXLogStart(index);
-		node = vec_page_node(index, GenericXLogRegisterBuffer(state, buf, 0), blkno, offnum, info);
-		onpage = vec_node_neighbors(node, info, link->layer, &nslots);
-		onpage[target].tid = *tid;
-		onpage[target].pad = 0;
-		onpage[target].distance = link->distance;
-		GenericXLogFinish(state);
+		new_link.tid = *tid;
+		new_link.pad = 0;
+		new_link.distance = link->distance;
+		change.offset = (char *) &onpage[target] - (char *) BufferGetPage(buf);
+		change.length = sizeof(VecNeighbor);
+		change.data = &new_link;
+		archer_page_write_logged(index, buf, &change, 1);
 		UnlockReleaseBuffer(buf);
 		return true;
 	}
