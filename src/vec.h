@@ -388,9 +388,12 @@ extern void vec_init_quantizers(VecIndexInfo *info, const float *trained_min,
 extern void vec_widen_sample_range(const VecIndexInfo *info, float *min, float *max);
 extern bool vec_same_code(const VecIndexInfo *info, const uint8 *a, uint8 a_flags,
 						  const uint8 *b, uint8 b_flags);
-extern int	vec_choose_slot(const float *link_distance, const float *between,
-							const bool *is_copy, int nslots, float distance,
-							bool newcomer_is_copy, bool force);
+/* The newcomer's distance to link slot of a full list (vec_choose_slot) */
+typedef float (*VecSlotDistance) (void *arg, int slot);
+
+extern int	vec_choose_slot(const float *link_distance, const bool *is_copy, int nslots,
+							float distance, bool newcomer_is_copy, bool force,
+							VecSlotDistance between, void *arg, float *victim_between);
 extern void vec_reset_levels(uint64 stream);
 extern int	vec_random_level(int m);
 extern void vec_read_meta(Relation index, VecMetaPageData *meta);

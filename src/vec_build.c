@@ -483,6 +483,23 @@ select_neighbors(BuildState *build, MemCandidate *sorted, int ncand, int max,
 	return nselected;
 }
 
+/* A node about to be linked from a full list, for between_newcomer */
+typedef struct Newcomer
+{
+	const BuildState *build;
+	int64		node;
+	const int32 *links;			/* the list's */
+} Newcomer;
+
+/* The newcomer's distance to a slot's node: a VecSlotDistance */
+static float
+between_newcomer(void *arg, int slot)
+{
+	Newcomer   *newcomer = arg;
+
+	return node_distance(newcomer->build, newcomer->node, newcomer->links[slot]);
+}
+
 /*
  * Link from -> to at a layer: into a free slot, or by the diversity rule
  * when the list is full (vec_choose_slot).  Returns whether it linked.  The
@@ -493,7 +510,7 @@ add_link_locked(BuildState *build, int64 from, int64 to, float distance, int lay
 {
 	int64		off = link_offset(build, from, layer);
 	int			slots = layer_slots(build->info, layer);
-	float		between[VEC_MAX_BATCH];
+	Newcomer	newcomer = {build, to, build->links + off};
 	bool		is_copy[VEC_MAX_BATCH];
 	int			slot;
 
@@ -507,12 +524,10 @@ add_link_locked(BuildState *build, int64 from, int64 to, float distance, int lay
 		}
 	}
 	for (int s = 0; s < slots; s++)
-	{
-		between[s] = node_distance(build, to, build->links[off + s]);
 		is_copy[s] = same_code(build, from, build->links[off + s]);
-	}
-	slot = vec_choose_slot(build->link_dist + off, between, is_copy, slots, distance,
-						   same_code(build, from, to), force);
+	slot = vec_choose_slot(build->link_dist + off, is_copy, slots, distance,
+						   same_code(build, from, to), force, between_newcomer, &newcomer,
+						   NULL);
 	if (slot < 0)
 		return false;
 	build->links[off + slot] = to;

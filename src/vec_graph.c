@@ -457,11 +457,32 @@ reuse_node(Relation index, const VecIndexInfo *info, VecNodeHeader *node, Size s
 	return true;
 }
 
+/* The linked nodes' codes of a full list, for between_new_node */
+typedef struct ListCodes
+{
+	const VecIndexInfo *info;
+	const uint8 *code;			/* the new node's */
+	uint8		code_flags;
+	uint8	   *codes;			/* slot i's at i * dim */
+	uint8		flags[VEC_MAX_BATCH];
+} ListCodes;
+
+/* The new node's distance to a slot's node: a VecSlotDistance */
+static float
+between_new_node(void *arg, int slot)
+{
+	ListCodes  *list = arg;
+
+	return vec_code_distance(list->info, list->code, list->code_flags,
+							 list->codes + (Size) slot * list->info->dim, list->flags[slot]);
+}
+
 /*
  * Which slot of a full list the new node (code) should take
  * (vec_choose_slot), or -1; *between gets the new node's distance to the
  * link it replaces.  owner_code is the list's owner's.  Reads the linked
- * nodes' codes; the caller holds no buffer lock.
+ * nodes' codes (every one: a cap on copies of the owner needs them all);
+ * the caller holds no buffer lock.
  */
 static int
 choose_victim(Relation index, const VecIndexInfo *info, const uint8 *code, uint8 code_flags,
@@ -469,26 +490,23 @@ choose_victim(Relation index, const VecIndexInfo *info, const uint8 *code, uint8
 			  const VecNeighbor *slots, int nslots, float distance, bool force,
 			  float *victim_between)
 {
-	uint8	   *other = palloc(info->dim);
+	ListCodes	list = {info, code, code_flags, palloc((Size) nslots * info->dim)};
 	float		link_distance[VEC_MAX_BATCH];
-	float		between[VEC_MAX_BATCH];
 	bool		is_copy[VEC_MAX_BATCH];
 	int			victim;
 
 	for (int i = 0; i < nslots; i++)
 	{
-		uint8		other_flags = vec_copy_node_code(index, info, (ItemPointer) &slots[i].tid, other);
+		uint8	   *other = list.codes + (Size) i * info->dim;
 
-		between[i] = vec_code_distance(info, code, code_flags, other, other_flags);
-		is_copy[i] = vec_same_code(info, owner_code, owner_flags, other, other_flags);
+		list.flags[i] = vec_copy_node_code(index, info, (ItemPointer) &slots[i].tid, other);
+		is_copy[i] = vec_same_code(info, owner_code, owner_flags, other, list.flags[i]);
 		link_distance[i] = slots[i].distance;
 	}
-	pfree(other);
-	victim = vec_choose_slot(link_distance, between, is_copy, nslots, distance,
+	victim = vec_choose_slot(link_distance, is_copy, nslots, distance,
 							 vec_same_code(info, owner_code, owner_flags, code, code_flags),
-							 force);
-	if (victim >= 0)
-		*victim_between = between[victim];
+							 force, between_new_node, &list, victim_between);
+	pfree(list.codes);
 	return victim;
 }
 

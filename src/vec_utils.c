@@ -1114,8 +1114,13 @@ vec_same_code(const VecIndexInfo *info, const uint8 *a, uint8 a_flags,
  * farthest link if that is farther than the newcomer.  Dropping plainly the
  * farthest link would strip the long links that join clusters.
  *
- * link_distance[i] is the owner's distance to link i, between[i] the
- * newcomer's, distance the owner's to the newcomer.  With force, the
+ * link_distance[i] is the owner's distance to link i, distance the owner's
+ * to the newcomer; between(arg, i) gives the newcomer's distance to link
+ * i.  It is asked only for the links the rule needs: every link nearer to
+ * the owner than the newcomer until one leaves the newcomer out, then the
+ * links from the farthest down until one is dominated; the others cost
+ * no distance computation.  *victim_between (if not NULL) gets
+ * the newcomer's distance to the link it replaces.  With force, the
  * newcomer always gets a slot: the caller found no other node that would
  * link to it, and a node nobody links to is never found by a search.
  * Returns -1 when the newcomer is left out.
@@ -1134,14 +1139,18 @@ vec_same_code(const VecIndexInfo *info, const uint8 *a, uint8 a_flags,
  * members, which the insert checks (vec_graph.c, keep_way_in).
  */
 int
-vec_choose_slot(const float *link_distance, const float *between, const bool *is_copy,
-				int nslots, float distance, bool newcomer_is_copy, bool force)
+vec_choose_slot(const float *link_distance, const bool *is_copy, int nslots, float distance,
+				bool newcomer_is_copy, bool force, VecSlotDistance between, void *arg,
+				float *victim_between)
 {
-	int			victim = -1;
-	int			farthest = 0;
+	float		known[VEC_MAX_BATCH];
+	bool		is_known[VEC_MAX_BATCH] = {0};
+	int			by_distance[VEC_MAX_BATCH];
 	int			ncopies = 0;
 	int			copy = -1;
+	int			victim = -1;
 
+	Assert(nslots > 0 && nslots <= VEC_MAX_BATCH);
 	for (int i = 0; i < nslots; i++)
 	{
 		if (is_copy[i])
@@ -1152,20 +1161,46 @@ vec_choose_slot(const float *link_distance, const float *between, const bool *is
 		}
 	}
 	if (newcomer_is_copy && ncopies >= VEC_COPY_SLOTS(nslots))
-		return force ? copy : -1;
-	if (!newcomer_is_copy && ncopies > VEC_COPY_SLOTS(nslots))
-		return copy;
-	for (int i = 0; i < nslots; i++)
+		victim = force ? copy : -1;
+	else if (!newcomer_is_copy && ncopies > VEC_COPY_SLOTS(nslots))
+		victim = copy;
+	else
 	{
-		if (!force && link_distance[i] < distance && between[i] < distance)
-			return -1;
-		if (between[i] < link_distance[i] &&
-			(victim < 0 || link_distance[i] > link_distance[victim]))
-			victim = i;
-		if (link_distance[i] > link_distance[farthest])
-			farthest = i;
+		for (int i = 0; i < nslots && !force; i++)
+		{
+			if (link_distance[i] >= distance)
+				continue;
+			known[i] = between(arg, i);
+			is_known[i] = true;
+			if (known[i] < distance)
+				return -1;
+		}
+
+		/* the links from the farthest down (the first of equals first) */
+		for (int i = 0; i < nslots; i++)
+		{
+			int			j = i;
+
+			for (; j > 0 && link_distance[by_distance[j - 1]] < link_distance[i]; j--)
+				by_distance[j] = by_distance[j - 1];
+			by_distance[j] = i;
+		}
+		for (int k = 0; k < nslots && victim < 0; k++)
+		{
+			int			i = by_distance[k];
+
+			if (!is_known[i])
+			{
+				known[i] = between(arg, i);
+				is_known[i] = true;
+			}
+			if (known[i] < link_distance[i])
+				victim = i;
+		}
+		if (victim < 0 && (force || link_distance[by_distance[0]] > distance))
+			victim = by_distance[0];
 	}
-	if (victim < 0 && (force || link_distance[farthest] > distance))
-		victim = farthest;
+	if (victim >= 0 && victim_between != NULL)
+		*victim_between = is_known[victim] ? known[victim] : between(arg, victim);
 	return victim;
 }
