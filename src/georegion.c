@@ -457,96 +457,6 @@ vcomb(double s, S2Point a, double t, S2Point b)
 	return vec3(s * a.x + t * b.x, s * a.y + t * b.y, s * a.z + t * b.z);
 }
 
-/*
- * The face frame of S2: for face f, u = un / n and v = vn / n (S2's
- * ValidFaceXYZtoUV).  Only sign changes and component choices, so exact.
- */
-static inline void
-face_frame(int face, S2Point p, double *n, double *un, double *vn)
-{
-	switch (face)
-	{
-		case 0:
-			*n = p.x;
-			*un = p.y;
-			*vn = p.z;
-			break;
-		case 1:
-			*n = p.y;
-			*un = -p.x;
-			*vn = p.z;
-			break;
-		case 2:
-			*n = p.z;
-			*un = -p.x;
-			*vn = -p.y;
-			break;
-		case 3:
-			*n = -p.x;
-			*un = -p.z;
-			*vn = -p.y;
-			break;
-		case 4:
-			*n = -p.y;
-			*un = -p.z;
-			*vn = p.x;
-			break;
-		default:
-			*n = -p.z;
-			*un = p.y;
-			*vn = p.x;
-			break;
-	}
-}
-
-static inline void
-face_uv(int face, S2Point p, double *u, double *v)
-{
-	double		n;
-	double		un;
-	double		vn;
-
-	face_frame(face, p, &n, &un, &vn);
-	*u = un / n;
-	*v = vn / n;
-}
-
-/* Unit vector of face coordinates (u, v) (S2's FaceUVtoXYZ, normalized) */
-static S2Point
-face_uv_point(int face, double u, double v)
-{
-	switch (face)
-	{
-		case 0:
-			return s2_point_normalize(vec3(1, u, v));
-		case 1:
-			return s2_point_normalize(vec3(-u, 1, v));
-		case 2:
-			return s2_point_normalize(vec3(-u, -v, 1));
-		case 3:
-			return s2_point_normalize(vec3(-1, -v, -u));
-		case 4:
-			return s2_point_normalize(vec3(v, -1, -u));
-		default:
-			return s2_point_normalize(vec3(v, u, -1));
-	}
-}
-
-/* The face whose axis is p's largest component */
-static int
-point_face(S2Point p)
-{
-	double		ax = fabs(p.x);
-	double		ay = fabs(p.y);
-	double		az = fabs(p.z);
-
-	if (ax >= ay && ax >= az)
-		return p.x < 0 ? 3 : 0;
-	if (ay >= az)
-		return p.y < 0 ? 4 : 1;
-	return p.z < 0 ? 5 : 2;
-}
-
 /* The (u, v) rectangle of a cell, from its vertices */
 static void
 cell_uv_rect(int face, S2CellId id, GrRect *rect)
@@ -560,7 +470,7 @@ cell_uv_rect(int face, S2CellId id, GrRect *rect)
 		double		u;
 		double		w;
 
-		face_uv(face, v[i], &u, &w);
+		s2_face_xyz_to_uv(face, v[i], &u, &w);
 		if (i == 0 || u < rect->x0)
 			rect->x0 = u;
 		if (i == 0 || u > rect->x1)
@@ -845,7 +755,7 @@ node_split(GeoRegion *r, const GrPlane *pl, GrNode *node)
 		if (pl->face >= 0)
 		{
 			c->cellid = s2_cellid_child(node->cellid, i);
-			face_uv(pl->face, s2_cellid_to_point(c->cellid), &c->sx, &c->sy);
+			s2_face_xyz_to_uv(pl->face, s2_cellid_to_point(c->cellid), &c->sx, &c->sy);
 			hi_x = c->sx > node->sx;
 			hi_y = c->sy > node->sy;
 		}
@@ -1128,7 +1038,8 @@ edgelist_push(GeoRegion *r, GrEdgeList *l, double x0, double y0,
 /*
  * Clip the arc a->b to face f's square grown by GR_UV_FACE_PAD.  A point
  * of the chord p(t) = (1 - t) a + t b is in the padded face iff four linear
- * functions of p are non-negative (|un| <= (1 + pad) n, |vn| <= (1 + pad) n),
+ * functions of p's face-frame components (u, v, w) are non-negative
+ * (|u| <= (1 + pad) w, |v| <= (1 + pad) w),
  * so the part of the arc on the face is an interval of t, found as in
  * Liang-Barsky clipping.  Unclipped ends are projected from a and b
  * themselves, so a vertex gets the same (u, v) in both of its edges.
@@ -1138,12 +1049,8 @@ clip_edge_to_face(GeoRegion *r, GrEdgeList *list, int f,
 				  S2Point a, S2Point b, int poly)
 {
 	double		k = 1.0 + GR_UV_FACE_PAD;
-	double		an;
-	double		au;
-	double		av;
-	double		bn;
-	double		bu;
-	double		bv;
+	S2Point		ta = s2_face_xyz_to_uvw(f, a);
+	S2Point		tb = s2_face_xyz_to_uvw(f, b);
 	double		ga[4];
 	double		gb[4];
 	double		t0 = 0.0;
@@ -1154,16 +1061,14 @@ clip_edge_to_face(GeoRegion *r, GrEdgeList *list, int f,
 	double		v1;
 	int			c;
 
-	face_frame(f, a, &an, &au, &av);
-	face_frame(f, b, &bn, &bu, &bv);
-	ga[0] = k * an - au;
-	ga[1] = k * an + au;
-	ga[2] = k * an - av;
-	ga[3] = k * an + av;
-	gb[0] = k * bn - bu;
-	gb[1] = k * bn + bu;
-	gb[2] = k * bn - bv;
-	gb[3] = k * bn + bv;
+	ga[0] = k * ta.z - ta.x;
+	ga[1] = k * ta.z + ta.x;
+	ga[2] = k * ta.z - ta.y;
+	ga[3] = k * ta.z + ta.y;
+	gb[0] = k * tb.z - tb.x;
+	gb[1] = k * tb.z + tb.x;
+	gb[2] = k * tb.z - tb.y;
+	gb[3] = k * tb.z + tb.y;
 	for (c = 0; c < 4; c++)
 	{
 		if (ga[c] < 0 && gb[c] < 0)
@@ -1175,8 +1080,8 @@ clip_edge_to_face(GeoRegion *r, GrEdgeList *list, int f,
 	}
 	if (t0 > t1)
 		return;
-	face_uv(f, t0 == 0.0 ? a : vcomb(1.0 - t0, a, t0, b), &u0, &v0);
-	face_uv(f, t1 == 1.0 ? b : vcomb(1.0 - t1, a, t1, b), &u1, &v1);
+	s2_face_xyz_to_uv(f, t0 == 0.0 ? a : vcomb(1.0 - t0, a, t0, b), &u0, &v0);
+	s2_face_xyz_to_uv(f, t1 == 1.0 ? b : vcomb(1.0 - t1, a, t1, b), &u1, &v1);
 	edgelist_push(r, list, u0, v0, u1, v1, poly);
 }
 
@@ -1184,22 +1089,22 @@ clip_edge_to_face(GeoRegion *r, GrEdgeList *list, int f,
 static void
 clip_edge(GeoRegion *r, GrEdgeList *lists, S2Point a, S2Point b, int poly)
 {
-	int			fa = point_face(a);
+	int			fa = s2_face_of_point(a);
 	int			f;
 
 	/*
 	 * Both ends well inside one face: the segment between them (the arc's
 	 * image) stays there, far from every other face.
 	 */
-	if (fa == point_face(b))
+	if (fa == s2_face_of_point(b))
 	{
 		double		ua;
 		double		va;
 		double		ub;
 		double		vb;
 
-		face_uv(fa, a, &ua, &va);
-		face_uv(fa, b, &ub, &vb);
+		s2_face_xyz_to_uv(fa, a, &ua, &va);
+		s2_face_xyz_to_uv(fa, b, &ub, &vb);
 		if (fabs(ua) <= GR_UV_FACE_INNER && fabs(va) <= GR_UV_FACE_INNER &&
 			fabs(ub) <= GR_UV_FACE_INNER && fabs(vb) <= GR_UV_FACE_INNER)
 		{
@@ -1251,7 +1156,7 @@ geodesic_build(GeoRegion *r)
 		memset(root, 0, sizeof(GrNode));
 		root->cellid = s2_cellid_from_face(f);
 		cell_uv_rect(f, root->cellid, &root->rect);
-		face_uv(f, s2_cellid_to_point(root->cellid), &root->sx, &root->sy);
+		s2_face_xyz_to_uv(f, s2_cellid_to_point(root->cellid), &root->sx, &root->sy);
 		root->nedges = pl->nedges;
 		root->edges = region_alloc(r, Max(pl->nedges, 1) * sizeof(int));
 		for (i = 0; i < pl->nedges; i++)
@@ -1265,7 +1170,7 @@ geodesic_build(GeoRegion *r)
 		 * least GR_UV_CLEAR / GR_UV_STRETCH > GR_SPHERE_CLEAR away on the
 		 * sphere, as sphere_contains requires.
 		 */
-		p = face_uv_point(f, root->rx, root->ry);
+		p = s2_point_normalize(s2_face_uv_to_xyz(f, root->rx, root->ry));
 		for (i = 0; i < r->npolygons; i++)
 			if (sphere_contains(r, i, p))
 				r->setbuf[n++] = i;
@@ -1364,7 +1269,7 @@ geodesic_leaf_relation(GeoRegion *r, GrNode *node, S2CellId leaf)
 	}
 	if (node->nedges == 0)
 		return node_relation(node);
-	face_uv(pl->face, s2_cellid_to_point(leaf), &u, &v);
+	s2_face_xyz_to_uv(pl->face, s2_cellid_to_point(leaf), &u, &v);
 	for (i = 0; i < node->nedges; i++)
 		if (edge_near_point(&pl->edges[node->edges[i]], u, v, r->leaf_margin))
 			return GEO_PARTIAL;
@@ -1389,7 +1294,7 @@ geodesic_contains(GeoRegion *r, double lng, double lat)
 			node_split(r, pl, node);
 		node = &node->child[(leaf >> (2 * (S2_MAX_LEVEL - node->level) - 1)) & 3];
 	}
-	face_uv(pl->face, p, &u, &v);
+	s2_face_xyz_to_uv(pl->face, p, &u, &v);
 	return node_contains(r, pl, node, u, v);
 }
 

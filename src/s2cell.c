@@ -241,162 +241,6 @@ ij_to_st_min(int i)
 	return (1.0 / S2_LIM_IJ) * i;
 }
 
-/* face of a point: its largest component by absolute value, +3 if negative */
-static inline int
-xyz_to_face(S2Point p)
-{
-	double		ax = fabs(p.x);
-	double		ay = fabs(p.y);
-	double		az = fabs(p.z);
-	int			face;
-	double		c;
-
-	if (ax > ay)
-	{
-		if (ax > az)
-		{
-			face = 0;
-			c = p.x;
-		}
-		else
-		{
-			face = 2;
-			c = p.z;
-		}
-	}
-	else
-	{
-		if (ay > az)
-		{
-			face = 1;
-			c = p.y;
-		}
-		else
-		{
-			face = 2;
-			c = p.z;
-		}
-	}
-	if (c < 0)
-		face += 3;
-	return face;
-}
-
-/*
- * Face-local frame.  Each face has axes (u, v, w): w is the outward face
- * normal, and the point (u, v) of the face is w + u * uaxis + v * vaxis:
- *
- *	face 0: ( 1,  u,  v)	face 3: (-1, -v, -u)
- *	face 1: (-u,  1,  v)	face 4: ( v, -1, -u)
- *	face 2: (-u, -v,  1)	face 5: ( v,  u, -1)
- *
- * face_uvw_to_xyz maps face-frame components (t.x, t.y, t.z) = (u, v, w) to
- * xyz, and xyz_to_uvw is its inverse.  Both are exact (signed permutations).
- */
-static inline S2Point
-face_uvw_to_xyz(int face, S2Point t)
-{
-	S2Point		r;
-
-	switch (face)
-	{
-		case 0:
-			r.x = t.z;
-			r.y = t.x;
-			r.z = t.y;
-			break;
-		case 1:
-			r.x = -t.x;
-			r.y = t.z;
-			r.z = t.y;
-			break;
-		case 2:
-			r.x = -t.x;
-			r.y = -t.y;
-			r.z = t.z;
-			break;
-		case 3:
-			r.x = -t.z;
-			r.y = -t.y;
-			r.z = -t.x;
-			break;
-		case 4:
-			r.x = t.y;
-			r.y = -t.z;
-			r.z = -t.x;
-			break;
-		default:
-			r.x = t.y;
-			r.y = t.x;
-			r.z = -t.z;
-			break;
-	}
-	return r;
-}
-
-static inline S2Point
-face_uv_to_xyz(int face, double u, double v)
-{
-	S2Point		t;
-
-	t.x = u;
-	t.y = v;
-	t.z = 1;
-	return face_uvw_to_xyz(face, t);
-}
-
-static inline S2Point
-xyz_to_uvw(int face, S2Point p)
-{
-	S2Point		r;
-
-	switch (face)
-	{
-		case 0:
-			r.x = p.y;
-			r.y = p.z;
-			r.z = p.x;
-			break;
-		case 1:
-			r.x = -p.x;
-			r.y = p.z;
-			r.z = p.y;
-			break;
-		case 2:
-			r.x = -p.x;
-			r.y = -p.y;
-			r.z = p.z;
-			break;
-		case 3:
-			r.x = -p.z;
-			r.y = -p.y;
-			r.z = -p.x;
-			break;
-		case 4:
-			r.x = -p.z;
-			r.y = p.x;
-			r.z = -p.y;
-			break;
-		default:
-			r.x = p.y;
-			r.y = p.x;
-			r.z = -p.z;
-			break;
-	}
-	return r;
-}
-
-/* gnomonic coordinates of p on its own face (p.w is the largest component) */
-static inline void
-xyz_to_face_uv(int face, S2Point p, double *u, double *v)
-{
-	S2Point		t = xyz_to_uvw(face, p);
-
-	*u = t.x / t.z;
-	*v = t.y / t.z;
-}
-
-
 /* ------------------------------------------------------------------------
  * Vector helpers
  * ------------------------------------------------------------------------
@@ -581,12 +425,12 @@ to_face_ij(S2CellId id, int *pi, int *pj)
 S2CellId
 s2_cellid_from_point(S2Point p)
 {
-	int			face = xyz_to_face(p);
+	int			face = s2_face_of_point(p);
 	double		u;
 	double		v;
 
 	init_lookup();
-	xyz_to_face_uv(face, p, &u, &v);
+	s2_face_xyz_to_uv(face, p, &u, &v);
 	return from_face_ij(face, st_to_ij(uv_to_st(u)), st_to_ij(uv_to_st(v)));
 }
 
@@ -710,7 +554,7 @@ s2_cellid_to_point(S2CellId id)
 	ti = 2 * ((int64_t) j & ~(size - 1)) + size;
 	u = st_to_uv((1.0 / (double) S2_MAX_SITI) * (double) si);
 	v = st_to_uv((1.0 / (double) S2_MAX_SITI) * (double) ti);
-	return s2_point_normalize(face_uv_to_xyz(face, u, v));
+	return s2_point_normalize(s2_face_uv_to_xyz(face, u, v));
 }
 
 /*
@@ -771,7 +615,7 @@ s2_cellid_approx_latlng(S2CellId leaf, double *lat_deg, double *lng_deg)
 
 	init_lookup();
 	face = to_face_ij(leaf, &i, &j);
-	p = face_uv_to_xyz(face,
+	p = s2_face_uv_to_xyz(face,
 					   st_to_uv((1.0 / (double) S2_MAX_SITI) * (double) (2 * (int64_t) i + 1)),
 					   st_to_uv((1.0 / (double) S2_MAX_SITI) * (double) (2 * (int64_t) j + 1)));
 	*lat_deg = atan2_deg_portable(p.z, sqrt(p.x * p.x + p.y * p.y));
@@ -866,10 +710,10 @@ s2_cell_vertices(S2CellId id, S2Point vertices[4])
 	double		uv[4];
 	int			face = cell_bound_uv(id, uv);
 
-	vertices[0] = s2_point_normalize(face_uv_to_xyz(face, uv[0], uv[2]));
-	vertices[1] = s2_point_normalize(face_uv_to_xyz(face, uv[1], uv[2]));
-	vertices[2] = s2_point_normalize(face_uv_to_xyz(face, uv[1], uv[3]));
-	vertices[3] = s2_point_normalize(face_uv_to_xyz(face, uv[0], uv[3]));
+	vertices[0] = s2_point_normalize(s2_face_uv_to_xyz(face, uv[0], uv[2]));
+	vertices[1] = s2_point_normalize(s2_face_uv_to_xyz(face, uv[1], uv[2]));
+	vertices[2] = s2_point_normalize(s2_face_uv_to_xyz(face, uv[1], uv[3]));
+	vertices[3] = s2_point_normalize(s2_face_uv_to_xyz(face, uv[0], uv[3]));
 }
 
 /*
@@ -960,7 +804,7 @@ cell_min_angle_raw(S2CellId id, S2Point p)
 {
 	double		uv[4];
 	int			face = cell_bound_uv(id, uv);
-	S2Point		t = xyz_to_uvw(face, p);
+	S2Point		t = s2_face_xyz_to_uvw(face, p);
 	S2Point		v[4];
 	S2Point		n[4];
 	AngleKey	best = {false, 0};
@@ -1047,7 +891,7 @@ s2_cap_neighborhood(S2Point p, double angle, S2CellId cells[9])
 	int			i;
 	int			j;
 	int			face = to_face_ij(leaf, &i, &j);
-	S2Point		t = xyz_to_uvw(face, p);
+	S2Point		t = s2_face_xyz_to_uvw(face, p);
 	int			best = -1;
 	int			lo = 0;
 	int			hi = S2_MAX_LEVEL;
@@ -1110,7 +954,7 @@ s2_cell_cap_quick(S2CellId id, const S2CapTrig *cap)
 	if (!cap->usable)
 		return S2_CAP_UNKNOWN;
 	face = cell_bound_uv(id, uv);
-	t = xyz_to_uvw(face, cap->center);
+	t = s2_face_xyz_to_uvw(face, cap->center);
 	tnorm = vec_norm(t);
 	cell_geometry_uvw(uv, v, n);
 	for (int k = 0; k < 4; k++)
@@ -1226,17 +1070,17 @@ s2_cell_rect_bound(S2CellId id)
 	cell_geometry_uvw(uv, v, en);
 	for (k = 0; k < 4; k++)
 	{
-		v[k] = face_uvw_to_xyz(face, v[k]);
-		en[k] = face_uvw_to_xyz(face, en[k]);
+		v[k] = s2_face_uvw_to_xyz(face, v[k]);
+		en[k] = s2_face_uvw_to_xyz(face, en[k]);
 	}
 
 	/* does the cell contain a pole (boundary included)? */
 	pole.x = 0;
 	pole.y = 0;
 	pole.z = 1;
-	north = uvw_in_cell(uv, xyz_to_uvw(face, pole));
+	north = uvw_in_cell(uv, s2_face_xyz_to_uvw(face, pole));
 	pole.z = -1;
-	south = uvw_in_cell(uv, xyz_to_uvw(face, pole));
+	south = uvw_in_cell(uv, s2_face_xyz_to_uvw(face, pole));
 
 	/* latitude: vertices, then edges bulging beyond their endpoints */
 	lo = hi = lat_key(v[0]);
@@ -1307,7 +1151,7 @@ s2_cell_rect_bound(S2CellId id)
 	 * cell.  Take the vertex offsets from the center longitude: the angle
 	 * from the center's direction to the vertex's in the xy plane.
 	 */
-	center = face_uv_to_xyz(face, 0.5 * (uv[0] + uv[1]), 0.5 * (uv[2] + uv[3]));
+	center = s2_face_uv_to_xyz(face, 0.5 * (uv[0] + uv[1]), 0.5 * (uv[2] + uv[3]));
 	clng = atan2_deg_portable(center.y, center.x);
 	amin = amax = 0;
 	kmin = kmax = -1;

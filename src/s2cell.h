@@ -18,6 +18,7 @@
 #ifndef ARCHER_S2CELL_H
 #define ARCHER_S2CELL_H
 
+#include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -43,6 +44,166 @@ typedef struct S2LatLngRect
 	double		lng_lo;
 	double		lng_hi;
 } S2LatLngRect;
+
+/*
+ * The face frame, S2's cube projection before its quadratic step: the one
+ * copy the cell ids (s2cell.c) and region coverings (georegion.c) share,
+ * inline because both call it per point and per edge.
+ */
+/* face of a point: its largest component by absolute value, +3 if negative */
+static inline int
+s2_face_of_point(S2Point p)
+{
+	double		ax = fabs(p.x);
+	double		ay = fabs(p.y);
+	double		az = fabs(p.z);
+	int			face;
+	double		c;
+
+	if (ax > ay)
+	{
+		if (ax > az)
+		{
+			face = 0;
+			c = p.x;
+		}
+		else
+		{
+			face = 2;
+			c = p.z;
+		}
+	}
+	else
+	{
+		if (ay > az)
+		{
+			face = 1;
+			c = p.y;
+		}
+		else
+		{
+			face = 2;
+			c = p.z;
+		}
+	}
+	if (c < 0)
+		face += 3;
+	return face;
+}
+
+/*
+ * Face-local frame.  Each face has axes (u, v, w): w is the outward face
+ * normal, and the point (u, v) of the face is w + u * uaxis + v * vaxis:
+ *
+ *	face 0: ( 1,  u,  v)	face 3: (-1, -v, -u)
+ *	face 1: (-u,  1,  v)	face 4: ( v, -1, -u)
+ *	face 2: (-u, -v,  1)	face 5: ( v,  u, -1)
+ *
+ * s2_face_uvw_to_xyz maps face-frame components (t.x, t.y, t.z) = (u, v, w) to
+ * xyz, and s2_face_xyz_to_uvw is its inverse.  Both are exact (signed permutations).
+ */
+static inline S2Point
+s2_face_uvw_to_xyz(int face, S2Point t)
+{
+	S2Point		r;
+
+	switch (face)
+	{
+		case 0:
+			r.x = t.z;
+			r.y = t.x;
+			r.z = t.y;
+			break;
+		case 1:
+			r.x = -t.x;
+			r.y = t.z;
+			r.z = t.y;
+			break;
+		case 2:
+			r.x = -t.x;
+			r.y = -t.y;
+			r.z = t.z;
+			break;
+		case 3:
+			r.x = -t.z;
+			r.y = -t.y;
+			r.z = -t.x;
+			break;
+		case 4:
+			r.x = t.y;
+			r.y = -t.z;
+			r.z = -t.x;
+			break;
+		default:
+			r.x = t.y;
+			r.y = t.x;
+			r.z = -t.z;
+			break;
+	}
+	return r;
+}
+
+static inline S2Point
+s2_face_uv_to_xyz(int face, double u, double v)
+{
+	S2Point		t;
+
+	t.x = u;
+	t.y = v;
+	t.z = 1;
+	return s2_face_uvw_to_xyz(face, t);
+}
+
+static inline S2Point
+s2_face_xyz_to_uvw(int face, S2Point p)
+{
+	S2Point		r;
+
+	switch (face)
+	{
+		case 0:
+			r.x = p.y;
+			r.y = p.z;
+			r.z = p.x;
+			break;
+		case 1:
+			r.x = -p.x;
+			r.y = p.z;
+			r.z = p.y;
+			break;
+		case 2:
+			r.x = -p.x;
+			r.y = -p.y;
+			r.z = p.z;
+			break;
+		case 3:
+			r.x = -p.z;
+			r.y = -p.y;
+			r.z = -p.x;
+			break;
+		case 4:
+			r.x = -p.z;
+			r.y = p.x;
+			r.z = -p.y;
+			break;
+		default:
+			r.x = p.y;
+			r.y = p.x;
+			r.z = -p.z;
+			break;
+	}
+	return r;
+}
+
+/* gnomonic coordinates of p in the frame of a face its w component is positive on */
+static inline void
+s2_face_xyz_to_uv(int face, S2Point p, double *u, double *v)
+{
+	S2Point		t = s2_face_xyz_to_uvw(face, p);
+
+	*u = t.x / t.z;
+	*v = t.y / t.z;
+}
 
 /* Points and coordinates (degrees in, degrees out) */
 extern S2Point s2_point_from_latlng(double lat_deg, double lng_deg);
