@@ -388,6 +388,12 @@ extern void vec_init_quantizers(VecIndexInfo *info, const float *trained_min,
 extern void vec_widen_sample_range(const VecIndexInfo *info, float *min, float *max);
 extern bool vec_same_code(const VecIndexInfo *info, const uint8 *a, uint8 a_flags,
 						  const uint8 *b, uint8 b_flags);
+/* Candidate a's distance to candidate b (vec_diversity_select) */
+typedef float (*VecPairDistance) (void *arg, int a, int b);
+
+extern int	vec_diversity_select(const float *distance, int ncand, int max,
+								 VecPairDistance between, void *arg, int *chosen);
+
 /* The newcomer's distance to link slot of a full list (vec_choose_slot) */
 typedef float (*VecSlotDistance) (void *arg, int slot);
 

@@ -450,36 +450,39 @@ mem_search_layer(BuildState *build, int64 q, MemCandidate *found, int nfound, in
 	return nfound;
 }
 
-/*
- * HNSW's neighbour selection heuristic: take candidates nearest first,
- * keeping one only if it is closer to q than to every one kept so far, so
- * that links spread in different directions; then top up with the nearest
- * of the rest to VEC_TOPUP_SLOTS.
- */
+/* Candidates of select_neighbors, for between_candidates */
+typedef struct CandidateList
+{
+	const BuildState *build;
+	const MemCandidate *sorted;
+} CandidateList;
+
+/* Candidate a's distance to candidate b: a VecPairDistance */
+static float
+between_candidates(void *arg, int a, int b)
+{
+	CandidateList *list = arg;
+
+	return node_distance(list->build, list->sorted[a].node, list->sorted[b].node);
+}
+
+/* HNSW's neighbour selection (vec_diversity_select) over sorted candidates */
 static int
 select_neighbors(BuildState *build, MemCandidate *sorted, int ncand, int max,
 				 MemCandidate *selected)
 {
-	int			nselected = 0;
-	bool	   *taken = palloc0(sizeof(bool) * Max(ncand, 1));
+	CandidateList list = {build, sorted};
+	float	   *distance = palloc(sizeof(float) * Max(ncand, 1));
+	int		   *chosen = palloc(sizeof(int) * Max(max, 1));
+	int			nselected;
 
-	for (int i = 0; i < ncand && nselected < max; i++)
-	{
-		bool		keep = true;
-
-		for (int j = 0; j < nselected && keep; j++)
-			if (node_distance(build, sorted[i].node, selected[j].node) < sorted[i].distance)
-				keep = false;
-		if (keep)
-		{
-			selected[nselected++] = sorted[i];
-			taken[i] = true;
-		}
-	}
-	for (int i = 0; i < ncand && nselected < VEC_TOPUP_SLOTS(max); i++)
-		if (!taken[i])
-			selected[nselected++] = sorted[i];
-	pfree(taken);
+	for (int i = 0; i < ncand; i++)
+		distance[i] = sorted[i].distance;
+	nselected = vec_diversity_select(distance, ncand, max, between_candidates, &list, chosen);
+	for (int i = 0; i < nselected; i++)
+		selected[i] = sorted[chosen[i]];
+	pfree(distance);
+	pfree(chosen);
 	return nselected;
 }
 

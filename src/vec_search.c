@@ -558,45 +558,69 @@ vec_copy_node_code(Relation index, const VecIndexInfo *info, ItemPointer tid, ui
 	return flags;
 }
 
+/* Candidates of vec_select_neighbors, their codes read when first asked for */
+typedef struct CandidateCodes
+{
+	Relation	index;
+	const VecIndexInfo *info;
+	const VecCandidate *sorted;
+	uint8	   *codes;			/* candidate i's at i * dim */
+	uint8	   *flags;
+	bool	   *read;
+} CandidateCodes;
+
+static const uint8 *
+candidate_code(CandidateCodes *list, int i, uint8 *flags)
+{
+	uint8	   *code = list->codes + (Size) i * list->info->dim;
+
+	if (!list->read[i])
+	{
+		list->flags[i] = vec_copy_node_code(list->index, list->info,
+											(ItemPointer) &list->sorted[i].tid, code);
+		list->read[i] = true;
+	}
+	*flags = list->flags[i];
+	return code;
+}
+
+/* Candidate a's distance to candidate b: a VecPairDistance */
+static float
+between_candidates(void *arg, int a, int b)
+{
+	CandidateCodes *list = arg;
+	uint8		a_flags;
+	uint8		b_flags;
+	const uint8 *a_code = candidate_code(list, a, &a_flags);
+	const uint8 *b_code = candidate_code(list, b, &b_flags);
+
+	return vec_code_distance(list->info, a_code, a_flags, b_code, b_flags);
+}
+
 /*
- * HNSW's diversity heuristic over candidates sorted nearest first: keep a
- * candidate only if it is nearer to the new node than to every kept one;
- * top up with the nearest of the rest to VEC_TOPUP_SLOTS.
+ * HNSW's neighbour selection (vec_diversity_select) over candidates sorted
+ * nearest first, reading only the codes it compares
  */
 int
 vec_select_neighbors(Relation index, const VecIndexInfo *info, VecCandidate *sorted,
-				 int ncand, int max, VecCandidate *selected)
+					 int ncand, int max, VecCandidate *selected)
 {
-	uint8	   *codes = palloc(Max(ncand, 1) * info->dim);
-	uint8	   *flags = palloc(Max(ncand, 1));
-	int		   *kept = palloc(sizeof(int) * Max(max, 1));
-	bool	   *taken = palloc0(sizeof(bool) * Max(ncand, 1));
-	int			nselected = 0;
+	int			room = Max(ncand, 1);
+	CandidateCodes list = {index, info, sorted, palloc((Size) room * info->dim),
+	palloc(room), palloc0(sizeof(bool) * room)};
+	float	   *distance = palloc(sizeof(float) * room);
+	int		   *chosen = palloc(sizeof(int) * Max(max, 1));
+	int			nselected;
 
 	for (int i = 0; i < ncand; i++)
-		flags[i] = vec_copy_node_code(index, info, &sorted[i].tid, codes + (Size) i * info->dim);
-	for (int i = 0; i < ncand && nselected < max; i++)
-	{
-		bool		keep = true;
-
-		for (int j = 0; j < nselected && keep; j++)
-			if (vec_code_distance(info, codes + (Size) i * info->dim, flags[i],
-								  codes + (Size) kept[j] * info->dim, flags[kept[j]]) <
-				sorted[i].distance)
-				keep = false;
-		if (keep)
-		{
-			kept[nselected] = i;
-			selected[nselected++] = sorted[i];
-			taken[i] = true;
-		}
-	}
-	for (int i = 0; i < ncand && nselected < VEC_TOPUP_SLOTS(max); i++)
-		if (!taken[i])
-			selected[nselected++] = sorted[i];
-	pfree(codes);
-	pfree(flags);
-	pfree(kept);
-	pfree(taken);
+		distance[i] = sorted[i].distance;
+	nselected = vec_diversity_select(distance, ncand, max, between_candidates, &list, chosen);
+	for (int i = 0; i < nselected; i++)
+		selected[i] = sorted[chosen[i]];
+	pfree(list.codes);
+	pfree(list.flags);
+	pfree(list.read);
+	pfree(distance);
+	pfree(chosen);
 	return nselected;
 }

@@ -1106,6 +1106,47 @@ vec_same_code(const VecIndexInfo *info, const uint8 *a, uint8 a_flags,
 }
 
 /*
+ * HNSW's neighbour selection heuristic, for build, insert and VACUUM
+ * alike: over ncand candidates sorted nearest first (distance[i] is
+ * candidate i's distance to the new node), keep one only if it is nearer
+ * to the new node than to every one kept so far, so that links spread in
+ * different directions, until max are kept; then top up with the nearest
+ * of the rest to VEC_TOPUP_SLOTS(max).  between(arg, i, j) gives
+ * candidate i's distance to candidate j; it is asked only about
+ * candidates the selection reaches.  Writes the kept candidates' positions
+ * to chosen[] (room for VEC_TOPUP_SLOTS(max) or max, whichever is more)
+ * and returns how many.
+ */
+int
+vec_diversity_select(const float *distance, int ncand, int max, VecPairDistance between,
+					 void *arg, int *chosen)
+{
+	bool	   *taken = palloc0(sizeof(bool) * Max(ncand, 1));
+	int			nkept = 0;
+	int			nchosen;
+
+	for (int i = 0; i < ncand && nkept < max; i++)
+	{
+		bool		keep = true;
+
+		for (int j = 0; j < nkept && keep; j++)
+			if (between(arg, i, chosen[j]) < distance[i])
+				keep = false;
+		if (keep)
+		{
+			chosen[nkept++] = i;
+			taken[i] = true;
+		}
+	}
+	nchosen = nkept;
+	for (int i = 0; i < ncand && nchosen < VEC_TOPUP_SLOTS(max); i++)
+		if (!taken[i])
+			chosen[nchosen++] = i;
+	pfree(taken);
+	return nchosen;
+}
+
+/*
  * Which slot of a full neighbour list a newcomer takes, by HNSW's diversity
  * rule: the newcomer is left out when a link nearer to the list's owner
  * than the newcomer is also nearer to the newcomer than the owner is (that
