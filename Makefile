@@ -4,45 +4,47 @@ EXTENSION = archer archer_postgis
 EXTVERSION = 0.2.0
 
 MODULE_big = archer
+# src/common: what both access methods share (pages, insert buffer, merging);
+# src/geo: archer_geo and its S2 geometry; src/vector: archer_vector and its
+# vector types; src/archer.c loads them all
 OBJS = \
 	src/archer.o \
-	src/archer_stats.o \
-	src/storage.o \
-	src/insert_buffer.o \
-	src/merge.o \
-	src/worker.o \
-	src/s2cell.o \
-	src/georegion.o \
-	src/geo_decode.o \
-	src/geo_types.o \
-	src/geo_postgis.o \
-	src/geo_pointcode.o \
-	src/geo_handler.o \
-	src/geo_tree.o \
-	src/geo_build.o \
-	src/geo_parallel.o \
-	src/geo_buffer.o \
-	src/geo_insert.o \
-	src/geo_regioncache.o \
-	src/geo_scan.o \
-	src/geo_vacuum.o \
-	src/geo_visibility.o \
-	src/geo_verify.o
-OBJS += \
-	src/vector.o \
-	src/vector_kernels.o \
-	src/vector_selftest.o \
-	src/vec_buffer.o \
-	src/vec_build.o \
-	src/vec_handler.o \
-	src/vec_graph.o \
-	src/vec_insert.o \
-	src/vec_reach.o \
-	src/vec_scan.o \
-	src/vec_search.o \
-	src/vec_utils.o \
-	src/vec_vacuum.o \
-	src/vec_verify.o
+	src/common/archer_stats.o \
+	src/common/storage.o \
+	src/common/insert_buffer.o \
+	src/common/merge.o \
+	src/common/worker.o \
+	src/geo/s2cell.o \
+	src/geo/georegion.o \
+	src/geo/geo_decode.o \
+	src/geo/geo_types.o \
+	src/geo/geo_postgis.o \
+	src/geo/geo_pointcode.o \
+	src/geo/geo_handler.o \
+	src/geo/geo_tree.o \
+	src/geo/geo_build.o \
+	src/geo/geo_parallel.o \
+	src/geo/geo_buffer.o \
+	src/geo/geo_insert.o \
+	src/geo/geo_regioncache.o \
+	src/geo/geo_scan.o \
+	src/geo/geo_vacuum.o \
+	src/geo/geo_visibility.o \
+	src/geo/geo_verify.o \
+	src/vector/vector.o \
+	src/vector/vector_kernels.o \
+	src/vector/vector_selftest.o \
+	src/vector/vec_buffer.o \
+	src/vector/vec_build.o \
+	src/vector/vec_handler.o \
+	src/vector/vec_graph.o \
+	src/vector/vec_insert.o \
+	src/vector/vec_reach.o \
+	src/vector/vec_scan.o \
+	src/vector/vec_search.o \
+	src/vector/vec_utils.o \
+	src/vector/vec_vacuum.o \
+	src/vector/vec_verify.o
 
 DATA = $(wildcard sql/install/*--*.sql)
 
@@ -59,7 +61,7 @@ TAP_TESTS = 1
 # (?=: `PROVE_TESTS=test/t/NNN_x.pl bash test/run --suite=tap` runs only those)
 PROVE_TESTS ?= $(sort $(wildcard test/t/*.pl))
 
-PG_CPPFLAGS = -I$(srcdir)/src
+PG_CPPFLAGS = -I$(srcdir)/src/common -I$(srcdir)/src/geo -I$(srcdir)/src/vector
 # -fno-semantic-interposition: calls between our own exported functions are
 # direct (and inlinable) instead of going through the PLT.
 # -ffp-contract=off: no fused multiply-adds where the source has none, so

@@ -1,4 +1,4 @@
--- The shared tier of the polygon region cache (src/geo_regioncache.c): the
+-- The shared tier of the polygon region cache (src/geo/geo_regioncache.c): the
 -- test runner preloads archer, so the covering a backend computes for a
 -- polygon is kept in shared memory, and a new backend asking about the same
 -- polygon takes it from there instead of checking the polygon with

@@ -258,9 +258,9 @@ versions=$(sed -n 's/^Package: postgresql-\([0-9]*\)-archer$/\1/p' "$src/debian/
 ls -l "$OUT"/*.deb
 
 # --- check the packages -----------------------------------------------------------
-grep -E '^(gcc|cc|x86_64-linux-gnu-gcc)\b.* -c .*src/[a-z_0-9]+\.c' "$OUT/build.log" >"$OUT/gcc.lines" ||
+grep -E '^(gcc|cc|x86_64-linux-gnu-gcc)\b.* -c .*src/([a-z]+/)?[a-z_0-9]+\.c' "$OUT/build.log" >"$OUT/gcc.lines" ||
 	fail "no gcc compile lines in the build log"
-grep -E 'clang.* -emit-llvm .*src/[a-z_0-9]+\.c' "$OUT/build.log" >"$OUT/clang.lines" ||
+grep -E 'clang.* -emit-llvm .*src/([a-z]+/)?[a-z_0-9]+\.c' "$OUT/build.log" >"$OUT/clang.lines" ||
 	fail "no clang (bitcode) compile lines in the build log"
 if grep -qE -- '-Werror( |$)' "$OUT/gcc.lines" "$OUT/clang.lines"; then
 	fail "a compile line carries -Werror: $(grep -m1 -E -- '-Werror( |$)' "$OUT/gcc.lines" "$OUT/clang.lines")"
@@ -289,7 +289,7 @@ for v in $versions; do
 	done
 	llvm_dis=$(ls /usr/lib/llvm-*/bin/llvm-dis 2>/dev/null | sort -V | tail -n 1)
 	[ -n "$llvm_dis" ] || fail "no llvm-dis to read the bitcode"
-	for bc in "$x"/usr/lib/postgresql/"$v"/lib/bitcode/archer/src/*.bc; do
+	for bc in "$x"/usr/lib/postgresql/"$v"/lib/bitcode/archer/src/*.bc "$x"/usr/lib/postgresql/"$v"/lib/bitcode/archer/src/*/*.bc; do
 		if "$llvm_dis" -o - "$bc" | grep -q 'call.*@llvm\.fmuladd'; then
 			fail "$(basename "$bc") of $deb has fused multiply-adds: the JIT would compute other results"
 		fi

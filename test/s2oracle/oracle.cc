@@ -1,7 +1,7 @@
-// oracle.cc -- test-only cross-check of archer's src/s2cell.c against libs2.
+// oracle.cc -- test-only cross-check of archer's src/geo/s2cell.c against libs2.
 //
 // Builds against Debian's libs2-dev (headers in /usr/include/s2, -ls2) and
-// links ../../src/s2cell.c compiled as C.  With a fixed seed it draws 200,000
+// links ../../src/geo/s2cell.c compiled as C.  With a fixed seed it draws 200,000
 // points uniform on the sphere plus special points (poles, equator, prime
 // meridian, antimeridian, cube-face corners, face edges and centerlines, and
 // points exactly on leaf-cell boundaries), derives cells at random levels

@@ -17,7 +17,7 @@
 #   - REINDEX repairs the index: it verifies again and answers like a
 #     sequential scan.
 #
-# Page layout (src/storage.h): header 24 bytes (pd_lower at 12, pd_upper at
+# Page layout (src/common/storage.h): header 24 bytes (pd_lower at 12, pd_upper at
 # 14, pd_special at 16), entries from byte 24 (leaf: 24 bytes each, cell id,
 # heap tid, then the point code at 14; internal: 24 bytes, with the child
 # block at 16), special
@@ -95,7 +95,7 @@ my @cases = (
 	[ root_page_id => 'root', sub { set_u16($_[0], 8190, 0x1234) }, 'block', 'block' ],
 	# the root's downlink to leaf $LEAF points past the end of the index (19
 	# blocks): scans that follow it leave that to the buffer manager's read
-	# error (src/storage.c), archer_geo_verify checks it.  The whole sphere
+	# error (src/common/storage.c), archer_geo_verify checks it.  The whole sphere
 	# may never follow it (after its first range, each next one starts on
 	# the leaf where the last ended): it fails or answers exactly.
 	[ root_downlink_near => 'root', sub { set_u32($_[0], 24 + 24 * 1 + 16, 40) }, 'block',

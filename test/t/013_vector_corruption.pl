@@ -18,7 +18,7 @@
 #   - REINDEX repairs the index: it verifies and answers like a sequential
 #     scan again.
 #
-# Page layout (src/storage.h, src/vec.h): header 24 bytes (pd_lower at 12,
+# Page layout (src/common/storage.h, src/vector/vec.h): header 24 bytes (pd_lower at 12,
 # pd_special at 16), line pointers from 24; special space in the last 32
 # bytes with flags (8188), version (8189) and page id (8190).  Meta page:
 # magic at 24.  A node tuple: heap tid (6 bytes), level (6), flags (7),

@@ -195,7 +195,7 @@ sub copy_dir
 }
 
 # ---------------------------------------------------------------------------
-# page layout (src/storage.h, src/geo.h, src/vec.h)
+# page layout (src/common/storage.h, src/geo/geo.h, src/vector/vec.h)
 # ---------------------------------------------------------------------------
 my %FLAG = (meta => 0x01, leaf => 0x02, internal => 0x04, deleted => 0x08,
 	nodes => 0x20, quantizer => 0x40, buffer => 0x80);

@@ -24,7 +24,7 @@
 #     farthest rows it found (strict order would skip the unlinked row),
 #     so even a LIMIT 1 scan finds the unlinked row.
 #
-# Page layout (src/storage.h, src/vec.h): line pointers from byte 24 (15
+# Page layout (src/common/storage.h, src/vector/vec.h): line pointers from byte 24 (15
 # bits offset, 15 bits length from bit 17); special space in the last 32
 # bytes with flags (8188; 0x20 node page) and page id (8190).  A node tuple:
 # heap tid (6 bytes), level (6), flags (7; 0x01 deleted), error, norm, the
