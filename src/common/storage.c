@@ -370,9 +370,14 @@ archer_page_write_logged(Relation index, Buffer buf, const ArcherPageChange *cha
 	Page		page = BufferGetPage(buf);
 	OffsetNumber (*fragments)[2] = palloc(sizeof(OffsetNumber[2]) * n);
 
+	/* checked before the critical section, where an error is a PANIC */
+	if (n < 1 || 2 * n > XLR_NORMAL_RDATAS)
+		elog(ERROR, "archer: %d changes in one page record", n);
 	for (int i = 0; i < n; i++)
 	{
-		Assert(changes[i].offset + changes[i].length <= BLCKSZ);
+		if (changes[i].offset + changes[i].length > BLCKSZ)
+			elog(ERROR, "archer: page change of %zu bytes at offset %zu",
+				 changes[i].length, changes[i].offset);
 		fragments[i][0] = changes[i].offset;
 		fragments[i][1] = changes[i].length;
 	}
