@@ -316,11 +316,23 @@ typedef struct VecIndexInfo
 } VecIndexInfo;
 
 /* A query, prepared once per scan or insert */
+/*
+ * A query's form for the wide quantizer, prepared when its search first
+ * meets a wide node: most indexes hold none
+ */
+typedef struct VecWideQuery
+{
+	bool		ready;
+	MemoryContext cxt;			/* the query's */
+	ArcherSQ8Query sq;
+} VecWideQuery;
+
 typedef struct VecQuery
 {
 	const VecIndexInfo *info;
 	ArcherSQ8Query sq;
-	ArcherSQ8Query sq_wide;
+	VecWideQuery *wide;
+	bool		inner_product;	/* sq and wide serve q . x, not |q - x| */
 	const float *values;		/* q (normalized for cosine), for vec_query_distance's double path */
 	double		qnorm;			/* |q| as given (before normalizing for cosine) */
 	bool		zero;			/* cosine with a zero query: every distance is 1 */

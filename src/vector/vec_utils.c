@@ -729,7 +729,10 @@ query_init(VecQuery *query, const VecIndexInfo *info, const float *q, bool node_
 			archer_vec_normalize(work, dim);
 	}
 	archer_sq8_query_init(&query->sq, &info->sq, work, !inner_product, inner_product);
-	archer_sq8_query_init(&query->sq_wide, &info->sq_wide, work, !inner_product, inner_product);
+	query->inner_product = inner_product;
+	query->wide = palloc(sizeof(VecWideQuery));
+	query->wide->ready = false;
+	query->wide->cxt = CurrentMemoryContext;
 	query->node_space = node_space;
 	query->lift = node_space ? lift(info, query->qnorm * query->qnorm) : 0;
 }
@@ -795,11 +798,26 @@ query_distance_double(const VecQuery *query, const ArcherSQ8 *sq, const uint8 *c
  * result beyond float's range is clamped to +-FLT_MAX (vec_distance_bounds
  * knows), so that searches compare finite distances only.
  */
+static pg_noinline void
+prepare_wide_query(const VecQuery *query)
+{
+	MemoryContext old = MemoryContextSwitchTo(query->wide->cxt);
+
+	archer_sq8_query_init(&query->wide->sq, &query->info->sq_wide, query->values,
+						  !query->inner_product, query->inner_product);
+	query->wide->ready = true;
+	MemoryContextSwitchTo(old);
+}
+
 /* The query prepared for the quantizer of a node's code */
 static inline const ArcherSQ8Query *
 query_quantizer(const VecQuery *query, uint8 flags)
 {
-	return (flags & VEC_NODE_WIDE) ? &query->sq_wide : &query->sq;
+	if (!(flags & VEC_NODE_WIDE))
+		return &query->sq;
+	if (!query->wide->ready)
+		prepare_wide_query(query);
+	return &query->wide->sq;
 }
 
 float
