@@ -18,22 +18,7 @@ if (!(rows > 0) || !(dim > 0) || !(seed >= 0) || (what !== undefined && what !==
 	process.exit(2);
 }
 
-// mulberry32, as in vector-data.js: the same numbers on every machine
-function rng(s) {
-	let a = s >>> 0;
-	return () => {
-		a = (a + 0x6d2b79f5) >>> 0;
-		let t = a;
-		t = Math.imul(t ^ (t >>> 15), t | 1);
-		t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-		return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-	};
-}
-function gaussian(rand) {
-	let u = 0;
-	while (u === 0) u = rand();
-	return Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * rand());
-}
+const { rng, gaussian } = require('./seeded');
 
 const ncentres = 1000;
 const centreRand = rng(seed);

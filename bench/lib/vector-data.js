@@ -22,29 +22,16 @@ if (!['raw', 'rot', 'unit'].includes(kind) || !/^[0-9]+$/.test(seedArg || '')) {
 }
 const withGrp = flags.includes('--grp');
 
-// mulberry32: a small seeded generator, so that every machine (and both
-// the train and the test call) makes the same rotation
-function rng(seed) {
-	let a = seed >>> 0;
-	return () => {
-		a = (a + 0x6d2b79f5) >>> 0;
-		let t = a;
-		t = Math.imul(t ^ (t >>> 15), t | 1);
-		t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-		return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-	};
-}
+// seeded, so that every machine (and both the train and the test call)
+// makes the same rotation
+const { rng, gaussian } = require('./seeded');
 
 // A Haar-random orthogonal Q in factored form: the Householder QR of a
 // Gaussian matrix, Q = H_0 ... H_{d-2} diag(sign(R_kk)) (the sign
 // correction makes the distribution uniform).
 function makeRotation(d, seed) {
 	const rand = rng(seed);
-	const gauss = () => {
-		let u = 0;
-		while (u === 0) u = rand();
-		return Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * rand());
-	};
+	const gauss = () => gaussian(rand);
 	const a = new Float64Array(d * d);	// column-major: column j at j * d
 	for (let i = 0; i < d * d; i++) a[i] = gauss();
 	const vs = [];
