@@ -1,5 +1,11 @@
 -- Shared setup for the regression tests: extensions and the helpers that
 -- compare every index answer with the exact predicate by sequential scan.
+--
+-- Every test's VACUUM is VACUUM (FREEZE): a plain VACUUM passes over a heap
+-- page whose cleanup lock it cannot take at once (the checkpointer or the
+-- background writer may hold a pin to write it), leaving its dead rows and
+-- their index entries for next time, so counts and plans after it would
+-- depend on timing.  An aggressive VACUUM waits for the lock instead.
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS archer;
 CREATE EXTENSION IF NOT EXISTS archer_postgis CASCADE;

@@ -95,7 +95,7 @@ SELECT archer_geo_verify('hpb_p') AS buffered_entries;
 SELECT archer_flush('hpb_p') >= 0 AS merged;
 SELECT archer_geo_verify('hpb_p') AS entries_after_merge;
 SELECT archer_geo_verify('hp_p') AS entries;
-VACUUM hp;
+VACUUM (FREEZE) hp;
 
 -- queries: radius
 SELECT hostile_plans($$SELECT p::text AS k, NULL::float8 AS d FROM hp WHERE archer_dwithin(p, point(180, 0), 1)$$);
@@ -148,7 +148,7 @@ INSERT INTO hgb VALUES ('SRID=4269;POINT(1 1)');
 INSERT INTO hgb SELECT g FROM hg;
 SELECT archer_flush('hgb_g') >= 0 AS merged, archer_geo_verify('hgb_g') AS entries;
 SELECT archer_geo_verify('hg_g') AS entries;
-VACUUM hg;
+VACUUM (FREEZE) hg;
 
 SELECT hostile_plans($$SELECT ST_AsText(g) AS k, NULL::float8 AS d FROM hg WHERE archer_dwithin(g, 'POINT(180 0)', 1)$$);
 SELECT hostile_plans($$SELECT ST_AsText(g) AS k, NULL::float8 AS d FROM hg WHERE archer_dwithin(g, 'POINT(0 0)', 'Infinity')$$);
@@ -187,7 +187,7 @@ INSERT INTO hm VALUES ('SRID=4326;POINT(0 90)'), ('SRID=4326;POINT(0 -90)'), ('S
 CREATE INDEX hm_g ON hm USING archer_geo (g);
 INSERT INTO hm VALUES ('SRID=3857;POINT(1 1)');
 INSERT INTO hm VALUES (ST_SetSRID(ST_MakePoint('Infinity', 0), 4326));
-VACUUM hm;
+VACUUM (FREEZE) hm;
 
 SELECT hostile_plans($$SELECT ST_AsText(g) AS k, NULL::float8 AS d FROM hm WHERE archer_dwithin(g, 'SRID=4326;POINT(-180 0)', 1)$$);
 SELECT hostile_plans($$SELECT ST_AsText(g) AS k, NULL::float8 AS d FROM hm WHERE archer_dwithin(g, 'POINT(1 1)', 1000)$$);
@@ -283,7 +283,7 @@ CREATE INDEX hgd_g ON hgd USING archer_geo (g);
 CREATE TABLE hgdb (id int, g geography);
 CREATE INDEX hgdb_g ON hgdb USING archer_geo (g) WITH (insert_buffer = on);
 INSERT INTO hgdb SELECT * FROM hgd;
-VACUUM hgd;
+VACUUM (FREEZE) hgd;
 BEGIN;
 DELETE FROM hgd WHERE g IS NOT NULL;
 SELECT hostile_plans($$SELECT ST_AsText(g) AS k, g <-> 'SRID=4269;POINT(1 1)' AS d FROM hgd ORDER BY g <-> 'SRID=4269;POINT(1 1)' LIMIT 3$$);
@@ -318,7 +318,7 @@ UPDATE hk SET g = ST_SetSRID(ST_MakePoint(p[0], p[1]), 4326)::geography,
 CREATE INDEX hk_p ON hk USING archer_geo (p) WITH (insert_buffer = on);
 CREATE INDEX hk_g ON hk USING archer_geo (g);
 CREATE INDEX hk_m ON hk USING archer_geo (m);
-VACUUM ANALYZE hk;
+VACUUM (FREEZE, ANALYZE) hk;
 -- after VACUUM, which merges the buffer: more NULLs than a scan keeps candidates
 SET archer.insert_buffer_max_entries = 100000;
 INSERT INTO hk (p) SELECT point(-5 + random() / 10, -5) FROM generate_series(1, 2500);
@@ -339,7 +339,7 @@ SELECT hostile_plans($$SELECT ST_AsText(m) AS k, m <-> 'SRID=4326;LINESTRING(9 9
 CREATE TABLE hn (p point);
 INSERT INTO hn SELECT point(i % 50, i / 50) FROM generate_series(1, 3000) i;
 CREATE INDEX hn_p ON hn USING archer_geo (p) WITH (insert_buffer = on);
-VACUUM hn;
+VACUUM (FREEZE) hn;
 SET archer.insert_buffer_max_entries = 100000;
 INSERT INTO hn SELECT NULL FROM generate_series(1, 2200);
 RESET archer.insert_buffer_max_entries;

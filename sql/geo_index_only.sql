@@ -32,7 +32,7 @@ INSERT INTO ios_pt SELECT 10000 + row_number() OVER (), point(x, y) FROM (VALUES
     (2.3522, 48.8566), (-73.98, 40.75), (151.2, -33.87)) v(x, y);
 INSERT INTO ios_pt VALUES (20001, NULL), (20002, NULL);
 CREATE INDEX ios_pt_archer ON ios_pt USING archer_geo (p);
-VACUUM ANALYZE ios_pt;
+VACUUM (FREEZE, ANALYZE) ios_pt;
 
 SELECT * FROM ios_vs_seq('SELECT p FROM ios_pt');
 SELECT * FROM ios_vs_seq($q$SELECT p FROM ios_pt WHERE p <@@ '((-10,-10),(10,-10),(10,10),(-10,10))'::polygon$q$);
@@ -72,13 +72,13 @@ UPDATE ios_pg SET geog = geom::geography WHERE geom IS NOT NULL AND NOT ST_IsEmp
 INSERT INTO ios_pg (id, geog) VALUES (30001, 'SRID=4326;POINT Z(-100 40 7)'), (30002, 'POINT EMPTY'::geography);
 CREATE INDEX ios_pg_geom ON ios_pg USING archer_geo (geom);
 CREATE INDEX ios_pg_geog ON ios_pg USING archer_geo (geog);
-VACUUM ANALYZE ios_pg;
+VACUUM (FREEZE, ANALYZE) ios_pg;
 
 SELECT * FROM ios_vs_seq('SELECT geom FROM ios_pg');
 SELECT * FROM ios_vs_seq('SELECT geog FROM ios_pg');
 -- a deleted row, removed by VACUUM, is not returned
 DELETE FROM ios_pg WHERE id = 30001;
-VACUUM ios_pg;
+VACUUM (FREEZE) ios_pg;
 SELECT * FROM ios_vs_seq($q$SELECT geom FROM ios_pg WHERE archer_within(geom, 'SRID=4326;POLYGON((-20 -20, 20 -20, 20 25, -20 25, -20 -20))')$q$);
 SELECT * FROM ios_vs_seq($q$SELECT geog FROM ios_pg WHERE archer_within(geog, 'SRID=4326;POLYGON((-20 -20, 20 -20, 20 25, -20 25, -20 -20))')$q$);
 SELECT * FROM ios_vs_seq($q$SELECT geog FROM ios_pg WHERE archer_dwithin(geog, 'SRID=4326;POINT(0 0)', 100000)$q$);

@@ -30,7 +30,7 @@ FROM (SELECT i, CASE i % 6
 CREATE INDEX geo_knn_seams_p ON geo_knn_seams USING archer_geo (p);
 CREATE INDEX geo_knn_seams_geom ON geo_knn_seams USING archer_geo (geom);
 CREATE INDEX geo_knn_seams_geog ON geo_knn_seams USING archer_geo (geog);
-VACUUM ANALYZE geo_knn_seams;
+VACUUM (FREEZE, ANALYZE) geo_knn_seams;
 
 CREATE TABLE geo_knn_seam_failures (col text, query text);
 DO $$

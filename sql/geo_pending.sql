@@ -65,7 +65,7 @@ SELECT string_agg(id::text, ',' ORDER BY id) AS ids FROM gp WHERE archer_dwithin
 -- the rolled-back rows' entries went in before their rollback (the flush
 -- at the end of each statement) and stay until VACUUM, as in any index
 SELECT archer_geo_verify('gp_p') - (SELECT count(*) FROM gp) AS aborted_entries;
-VACUUM (INDEX_CLEANUP ON) gp;
+VACUUM (FREEZE, INDEX_CLEANUP ON) gp;
 SELECT archer_geo_verify('gp_p') = (SELECT count(*) FROM gp) AS verified_after_vacuum;
 
 -- COPY (no executor end): its rows go in before the next statement's scan

@@ -79,7 +79,7 @@ SELECT archer_vector_verify('vb_v') AS rows_indexed;
 INSERT INTO vb SELECT i, i % 5, ARRAY(SELECT random() + 0 * i FROM generate_series(1, 8))::avector
 FROM generate_series(1851, 1950) i;
 DELETE FROM vb WHERE id % 10 = 0;
-VACUUM vb;
+VACUUM (FREEZE) vb;
 SELECT archer_flush('vb_v') AS merged_after_vacuum;
 SELECT archer_vector_verify('vb_v') = (SELECT count(*) FROM vb) AS verified;
 SELECT * FROM vb_check();

@@ -107,7 +107,7 @@ SELECT i, i % 10, i % 100, (i % 7)::smallint,
 FROM generate_series(3001, 4000) i;
 SELECT 'label = 3, after inserts' AS filter, * FROM vf_check('label = 3');
 DELETE FROM vf_items WHERE id % 10 IN (3, 4) AND id % 3 = 0;
-VACUUM vf_items;
+VACUUM (FREEZE) vf_items;
 SELECT 'label = 3, after delete and vacuum' AS filter, * FROM vf_check('label = 3');
 SELECT 'grp = 7, after delete and vacuum' AS filter, * FROM vf_check('grp = 7');
 SELECT archer_vector_verify('vf_idx') = (SELECT count(*) FROM vf_items) AS verified;
@@ -141,7 +141,7 @@ SELECT archer_vector_verify('vf_idx') = (SELECT count(*) FROM vf_items) AS verif
 CREATE TEMP TABLE vf_temp AS SELECT * FROM vf_items;
 CREATE INDEX ON vf_temp USING archer_vector (v, label);
 DELETE FROM vf_temp WHERE id % 5 = 0;
-VACUUM vf_temp;
+VACUUM (FREEZE) vf_temp;
 INSERT INTO vf_temp SELECT id + 10000, label, grp, small, v FROM vf_items WHERE id % 5 = 0;
 SET enable_seqscan = off;
 CREATE TEMP TABLE vf_temp_answers AS

@@ -109,7 +109,7 @@ SELECT i, i % 10, ARRAY(SELECT (i % 12 * 7 % 13) + random() * 2 - 1 FROM generat
 FROM generate_series(5001, 6000) i;
 SELECT recall >= 0.95 AS good_recall, ordered, full_rows FROM vec_recall('v', '<->', 'true', 10);
 DELETE FROM vec_items WHERE id % 10 < 3;
-VACUUM vec_items;
+VACUUM (FREEZE) vec_items;
 SELECT recall >= 0.95 AS good_recall, ordered, full_rows FROM vec_recall('v', '<->', 'true', 10);
 -- the 1000 new rows take the place of deleted nodes: the index does not grow
 SELECT pg_relation_size('vec_items_l2') AS size_before_reinsert \gset
@@ -122,7 +122,7 @@ SELECT recall >= 0.95 AS good_recall, ordered, full_rows FROM vec_recall('v', '<
 -- again, after a second round of deletes: nodes deleted earlier and reused
 -- are deleted and reused once more
 DELETE FROM vec_items WHERE id % 10 = 5;
-VACUUM vec_items;
+VACUUM (FREEZE) vec_items;
 INSERT INTO vec_items
 SELECT i, i % 10, ARRAY(SELECT (i % 12 * 7 % 13) + random() * 2 - 1 FROM generate_series(1, 24) d)::avector, NULL
 FROM generate_series(8001, 8400) i;

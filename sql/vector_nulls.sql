@@ -63,7 +63,7 @@ FROM vn_cases, LATERAL vn_check(col, op, filter, lim) k WHERE lim = 100 ORDER BY
 
 -- after DELETE and VACUUM: the nodes of dead rows go, NULL or not
 DELETE FROM vn WHERE id % 5 = 0;
-VACUUM vn;
+VACUUM (FREEZE) vn;
 SELECT col, op, filter, lim, k.*
 FROM vn_cases, LATERAL vn_check(col, op, filter, lim) k WHERE lim = 100 ORDER BY 1, 2, 3, 4;
 SELECT archer_vector_verify('vn_l2') AS l2, archer_vector_verify('vn_ip') AS ip,
@@ -75,7 +75,7 @@ CREATE TABLE vn_only (id int, v avector(2));
 INSERT INTO vn_only VALUES (1, '[1,2]'), (2, NULL), (3, NULL);
 CREATE INDEX vn_only_v ON vn_only USING archer_vector (v);
 DELETE FROM vn_only WHERE id = 1;
-VACUUM vn_only;
+VACUUM (FREEZE) vn_only;
 SET enable_seqscan = off;
 SELECT id FROM vn_only ORDER BY v <-> '[0,0]' LIMIT 5;
 RESET enable_seqscan;
@@ -148,7 +148,7 @@ END $$;
 SELECT 'no dimension' AS state, f, k.* FROM (VALUES ('true'), ('grp = 1')) f(f), LATERAL vne_check(f) k;
 SELECT archer_vector_verify('vn_empty_v') AS verified;
 DELETE FROM vn_empty WHERE id % 10 = 0;
-VACUUM vn_empty;
+VACUUM (FREEZE) vn_empty;
 SELECT 'no dimension, vacuumed' AS state, f, k.* FROM (VALUES ('true'), ('grp = 1')) f(f), LATERAL vne_check(f) k;
 SELECT archer_vector_verify('vn_empty_v') AS verified;
 -- the first vector sets the dimension; rows of both kinds follow
@@ -161,7 +161,7 @@ SET archer.vector_order = relaxed;
 SELECT 'relaxed' AS state, f, k.* FROM (VALUES ('true'), ('grp = 1')) f(f), LATERAL vne_check(f) k;
 RESET archer.vector_order;
 DELETE FROM vn_empty WHERE id % 7 = 0;
-VACUUM vn_empty;
+VACUUM (FREEZE) vn_empty;
 SELECT 'vacuumed' AS state, f, k.* FROM (VALUES ('true'), ('grp = 1')) f(f), LATERAL vne_check(f) k;
 SELECT archer_vector_verify('vn_empty_v') = (SELECT count(*) FROM vn_empty) AS verified;
 -- REINDEX gives the same answers
