@@ -95,6 +95,21 @@ cluster_stop() {
 		-w -t 60 stop >/dev/null 2>&1 || true
 }
 
+# restart the cluster (its settings unchanged), and drop the OS page cache
+# in between when asked (cold): every read after it comes from the disk
+cluster_restart() {
+	local cold=${1:-}
+	runuser -u postgres -- "$PGBIN/pg_ctl" -D "$_CLUSTER_DIR/pgdata" -m fast -w -t 60 stop >/dev/null ||
+		die "server did not stop"
+	if [ "$cold" = cold ]; then
+		sync
+		echo 3 >/proc/sys/vm/drop_caches || die "cannot drop the OS page cache (/proc/sys/vm/drop_caches)"
+	fi
+	runuser -u postgres -- "$PGBIN/pg_ctl" -D "$_CLUSTER_DIR/pgdata" -l "$_CLUSTER_DIR/server.log" \
+		-w -t 120 start >/dev/null ||
+		{ tail -n 30 "$_CLUSTER_DIR/server.log" >&2; die "server did not start again"; }
+}
+
 # psql runs as the calling user (root) over the cluster's socket; trust auth
 # lets it log in as postgres. Files the *server* reads (COPY FROM file,
 # pg_read_file) must live somewhere postgres can read, e.g. the cluster dir.
