@@ -47,7 +47,8 @@ suite_of() {
 # a compiler; then per suite: TAP reads Fashion-MNIST (with python3), fuzz
 # needs clang's libFuzzer, s2oracle g++ and Google's S2 (where the Debian
 # suite has it); bench (`bench/run --pg=17` or 18, not a test suite) node for its
-# data generators and reports (the npm data is fetched on the host).
+# data generators and reports (the npm data is fetched on the host), and
+# Fashion-MNIST with python3 for bench/vector.
 # Nothing else: every package is time on a cold root.
 # packages_of PGVER SUITES (comma separated; empty: the base only)
 packages_of() {
@@ -59,7 +60,7 @@ packages_of() {
 	[[ $suites == *,tap,* ]] && printf '%s\n' dataset-fashion-mnist python3
 	[[ $suites == *,fuzz,* ]] && printf '%s\n' clang libclang-rt-dev
 	[[ $suites == *,s2oracle,* ]] && printf '%s\n' g++ "?libs2-dev"
-	[[ $suites == *,bench,* ]] && printf '%s\n' nodejs
+	[[ $suites == *,bench,* ]] && printf '%s\n' nodejs dataset-fashion-mnist python3
 	# (not a test suite: what test/package.sh builds the .deb with)
 	[[ $suites == *,package,* ]] && printf '%s\n' dpkg-dev debhelper postgresql-server-dev-all fakeroot
 	return 0
