@@ -1122,3 +1122,144 @@ vec_same_code(const VecIndexInfo *info, const uint8 *a, uint8 a_flags,
 	return (a_flags & VEC_NODE_WIDE) == (b_flags & VEC_NODE_WIDE) &&
 		memcmp(a, b, info->dim) == 0;
 }
+
+/*
+ * HNSW's neighbour selection heuristic, for build, insert and VACUUM
+ * alike: over ncand candidates sorted nearest first (distance[i] is
+ * candidate i's distance to the new node), keep one only if it is nearer
+ * to the new node than to every one kept so far, so that links spread in
+ * different directions, until max are kept; then top up with the nearest
+ * of the rest to VEC_TOPUP_SLOTS(max).  between(arg, i, j) gives
+ * candidate i's distance to candidate j; it is asked only about
+ * candidates the selection reaches.  Writes the kept candidates' positions
+ * to chosen[] (room for VEC_TOPUP_SLOTS(max) or max, whichever is more)
+ * and returns how many.
+ */
+int
+vec_diversity_select(const float *distance, int ncand, int max, VecPairDistance between,
+					 void *arg, int *chosen)
+{
+	bool	   *taken = palloc0(sizeof(bool) * Max(ncand, 1));
+	int			nkept = 0;
+	int			nchosen;
+
+	for (int i = 0; i < ncand && nkept < max; i++)
+	{
+		bool		keep = true;
+
+		for (int j = 0; j < nkept && keep; j++)
+			if (between(arg, i, chosen[j]) < distance[i])
+				keep = false;
+		if (keep)
+		{
+			chosen[nkept++] = i;
+			taken[i] = true;
+		}
+	}
+	nchosen = nkept;
+	for (int i = 0; i < ncand && nchosen < VEC_TOPUP_SLOTS(max); i++)
+		if (!taken[i])
+			chosen[nchosen++] = i;
+	pfree(taken);
+	return nchosen;
+}
+
+/*
+ * Which slot of a full neighbour list a newcomer takes, by HNSW's diversity
+ * rule: the newcomer is left out when a link nearer to the list's owner
+ * than the newcomer is also nearer to the newcomer than the owner is (that
+ * link already leads its way); otherwise it replaces the farthest link it
+ * dominates (a link nearer to the newcomer than to the owner), or else the
+ * farthest link if that is farther than the newcomer.  Dropping plainly the
+ * farthest link would strip the long links that join clusters.
+ *
+ * link_distance[i] is the owner's distance to link i, distance the owner's
+ * to the newcomer; between(arg, i) gives the newcomer's distance to link
+ * i.  It is asked only for the links the rule needs: every link nearer to
+ * the owner than the newcomer until one leaves the newcomer out, then the
+ * links from the farthest down until one is dominated; the others cost
+ * no distance computation.  *victim_between (if not NULL) gets
+ * the newcomer's distance to the link it replaces.  With force, the
+ * newcomer always gets a slot: the caller found no other node that would
+ * link to it, and a node nobody links to is never found by a search.
+ * Returns -1 when the newcomer is left out.
+ *
+ * is_copy[i] tells whether link i leads to an exact copy of the owner
+ * (the same code, vec_same_code), newcomer_is_copy whether the newcomer is
+ * one; a link's distance cannot tell, as an insert records its distances
+ * from the row's vector, not from its code.  Links to copies keep at
+ * most VEC_COPY_SLOTS of a full list.  By the rule above a copy displaces
+ * any other link and is never displaced, so the members of a large group
+ * of equal vectors would link only among themselves, and the rest of the
+ * graph would hang on the few links forced into the group, each lost
+ * again to the next.  Past the cap a copy is left out (forced, it takes
+ * the first copy's slot), and any other newcomer takes the first copy's
+ * slot; the copy given up keeps its ways in through the group's other
+ * members, which the insert checks (vec_graph.c, keep_way_in).
+ */
+int
+vec_choose_slot(const float *link_distance, const bool *is_copy, int nslots, float distance,
+				bool newcomer_is_copy, bool force, VecSlotDistance between, void *arg,
+				float *victim_between)
+{
+	float		known[VEC_MAX_BATCH];
+	bool		is_known[VEC_MAX_BATCH] = {0};
+	int			by_distance[VEC_MAX_BATCH];
+	int			ncopies = 0;
+	int			copy = -1;
+	int			victim = -1;
+
+	Assert(nslots > 0 && nslots <= VEC_MAX_BATCH);
+	for (int i = 0; i < nslots; i++)
+	{
+		if (is_copy[i])
+		{
+			ncopies++;
+			if (copy < 0)
+				copy = i;
+		}
+	}
+	if (newcomer_is_copy && ncopies >= VEC_COPY_SLOTS(nslots))
+		victim = force ? copy : -1;
+	else if (!newcomer_is_copy && ncopies > VEC_COPY_SLOTS(nslots))
+		victim = copy;
+	else
+	{
+		for (int i = 0; i < nslots && !force; i++)
+		{
+			if (link_distance[i] >= distance)
+				continue;
+			known[i] = between(arg, i);
+			is_known[i] = true;
+			if (known[i] < distance)
+				return -1;
+		}
+
+		/* the links from the farthest down (the first of equals first) */
+		for (int i = 0; i < nslots; i++)
+		{
+			int			j = i;
+
+			for (; j > 0 && link_distance[by_distance[j - 1]] < link_distance[i]; j--)
+				by_distance[j] = by_distance[j - 1];
+			by_distance[j] = i;
+		}
+		for (int k = 0; k < nslots && victim < 0; k++)
+		{
+			int			i = by_distance[k];
+
+			if (!is_known[i])
+			{
+				known[i] = between(arg, i);
+				is_known[i] = true;
+			}
+			if (known[i] < link_distance[i])
+				victim = i;
+		}
+		if (victim < 0 && (force || link_distance[by_distance[0]] > distance))
+			victim = by_distance[0];
+	}
+	if (victim >= 0 && victim_between != NULL)
+		*victim_between = is_known[victim] ? known[victim] : between(arg, victim);
+	return victim;
+}
