@@ -67,6 +67,13 @@ free_port() {
 }
 
 _CLUSTER_DIR=""
+# pg_ctl start of the cluster in _CLUSTER_DIR
+server_start() {
+	runuser -u postgres -- "$PGBIN/pg_ctl" -D "$_CLUSTER_DIR/pgdata" -l "$_CLUSTER_DIR/server.log" \
+		-w -t 120 start >/dev/null ||
+		{ tail -n 30 "$_CLUSTER_DIR/server.log" >&2; die "server did not start (log: $_CLUSTER_DIR/server.log)"; }
+}
+
 cluster_start() {
 	local dir=$1 port=$2 line
 	shift 2
@@ -83,9 +90,7 @@ cluster_start() {
 		echo "port = $port"
 		for line in "$@"; do echo "$line"; done
 	} >>"$dir/pgdata/postgresql.conf"
-	runuser -u postgres -- "$PGBIN/pg_ctl" -D "$dir/pgdata" -l "$dir/server.log" \
-		-w -t 120 start >/dev/null ||
-		{ tail -n 30 "$dir/server.log" >&2; die "server did not start (log: $dir/server.log)"; }
+	server_start
 	export PGHOST=$dir PGPORT=$port PGUSER=postgres PGDATABASE=postgres
 }
 
@@ -105,9 +110,7 @@ cluster_restart() {
 		sync
 		echo 3 >/proc/sys/vm/drop_caches || die "cannot drop the OS page cache (/proc/sys/vm/drop_caches)"
 	fi
-	runuser -u postgres -- "$PGBIN/pg_ctl" -D "$_CLUSTER_DIR/pgdata" -l "$_CLUSTER_DIR/server.log" \
-		-w -t 120 start >/dev/null ||
-		{ tail -n 30 "$_CLUSTER_DIR/server.log" >&2; die "server did not start again"; }
+	server_start
 }
 
 # psql runs as the calling user (root) over the cluster's socket; trust auth
