@@ -767,13 +767,22 @@ keep_way_in(Relation index, const VecIndexInfo *info, ItemPointer tid,
  * Link the new node from its neighbours, layer by layer (links[] holds the
  * layers top down, then the filter lists, nearest first within each).  A
  * layer or list where every neighbour turned it down links it from its
- * nearest one all the same.  Then the node adopts the links it replaced.
+ * nearest one all the same; on layer 0 the nearest ones that turned it
+ * down link it until VEC_WAY_IN_LINKS do.  A node linked only from one
+ * neighbour hangs on that one's own ways in: in a group of equal vectors,
+ * whose old members' lists are full, new members linked only from the
+ * newest member that still had room made a few nodes that linked only to
+ * each other, which has_way_in counts as ways in, and lost them all
+ * together.  The neighbours were found from the entry point, so a forced
+ * link comes from a node a search reaches.  Then the node adopts the
+ * links it replaced.
  */
 static void
 add_back_links(Relation index, const VecIndexInfo *info, const VecLink *links, int nlinks,
 			   ItemPointer tid, const uint8 *code, uint8 code_flags)
 {
 	VecLink    *evicted = palloc(sizeof(VecLink) * Max(nlinks, 1));
+	bool	   *linked = palloc(sizeof(bool) * Max(nlinks, 1));
 	bool	   *kept;
 	int			nevicted = 0;
 	int			first = 0;
@@ -781,21 +790,29 @@ add_back_links(Relation index, const VecIndexInfo *info, const VecLink *links, i
 	while (first < nlinks)
 	{
 		int			end = first;
-		bool		linked = false;
+		int			nlinked = 0;
+		int			needed = links[first].layer == 0 ? VEC_WAY_IN_LINKS : 1;
 
-		while (end < nlinks && links[end].layer == links[first].layer)
+		for (; end < nlinks && links[end].layer == links[first].layer; end++)
 		{
-			linked |= add_back_link(index, info, &links[end++], tid, code, code_flags, false,
-									&evicted[nevicted]);
+			linked[end] = add_back_link(index, info, &links[end], tid, code, code_flags, false,
+										&evicted[nevicted]);
+			nlinked += linked[end];
 			if (ItemPointerIsValid(&evicted[nevicted].tid))
 				nevicted++;
 		}
-		if (!linked && add_back_link(index, info, &links[first], tid, code, code_flags, true,
-									 &evicted[nevicted]) &&
-			ItemPointerIsValid(&evicted[nevicted].tid))
-			nevicted++;
+		for (int i = first; i < end && nlinked < needed; i++)
+		{
+			if (linked[i])
+				continue;
+			nlinked += add_back_link(index, info, &links[i], tid, code, code_flags, true,
+									 &evicted[nevicted]);
+			if (ItemPointerIsValid(&evicted[nevicted].tid))
+				nevicted++;
+		}
 		first = end;
 	}
+	pfree(linked);
 	kept = palloc0(sizeof(bool) * Max(nevicted, 1));
 	adopt_evicted(index, info, tid, evicted, nevicted, kept);
 	for (int e = 0; e < nevicted; e++)
