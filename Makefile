@@ -37,6 +37,7 @@ OBJS = \
 	src/vector/vec_buffer.o \
 	src/vector/vec_build.o \
 	src/vector/vec_handler.o \
+	src/vector/vec_hnsw.o \
 	src/vector/vec_graph.o \
 	src/vector/vec_insert.o \
 	src/vector/vec_reach.o \

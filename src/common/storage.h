@@ -211,6 +211,13 @@ archer_tid_key(ItemPointer tid)
 		ItemPointerGetOffsetNumberNoCheck(tid);
 }
 
+/* The heap TID of archer_tid_key's integer */
+static inline void
+archer_key_tid(uint64 key, ItemPointer tid)
+{
+	ItemPointerSet(tid, (BlockNumber) (key >> 16), (OffsetNumber) (key & 0xFFFF));
+}
+
 extern char *archer_prefetch_heap_tuple(IndexScanDesc scan, ItemPointer tid);
 extern void archer_prefetch_page(Relation index, BlockNumber blkno);
 extern void archer_prefetch_heap_tuple_data(const char *page, ItemPointer tid);

@@ -400,18 +400,6 @@ extern void vec_init_quantizers(VecIndexInfo *info, const float *trained_min,
 extern void vec_widen_sample_range(const VecIndexInfo *info, float *min, float *max);
 extern bool vec_same_code(const VecIndexInfo *info, const uint8 *a, uint8 a_flags,
 						  const uint8 *b, uint8 b_flags);
-/* Candidate a's distance to candidate b (vec_diversity_select) */
-typedef float (*VecPairDistance) (void *arg, int a, int b);
-
-extern int	vec_diversity_select(const float *distance, int ncand, int max,
-								 VecPairDistance between, void *arg, int *chosen);
-
-/* The newcomer's distance to link slot of a full list (vec_choose_slot) */
-typedef float (*VecSlotDistance) (void *arg, int slot);
-
-extern int	vec_choose_slot(const float *link_distance, const bool *is_copy, int nslots,
-							float distance, bool newcomer_is_copy, bool force,
-							VecSlotDistance between, void *arg, float *victim_between);
 extern void vec_reset_levels(uint64 stream);
 extern int	vec_random_level(int m);
 extern void vec_read_meta(Relation index, VecMetaPageData *meta);
@@ -430,6 +418,52 @@ extern VecNodeHeader *vec_page_node(Relation index, Page page, BlockNumber blkno
 extern VecNodeHeader *vec_page_entry(Relation index, Page page, BlockNumber blkno,
 									 OffsetNumber offnum, const VecIndexInfo *info);
 
+/* vec_hnsw.c: the HNSW core, over any graph storage */
+typedef struct VecLayerNode
+{
+	uint64		id;				/* a node number, or archer_tid_key of a node's TID */
+	float		distance;		/* to the query */
+} VecLayerNode;
+
+/* How vec_layer_search reads a graph; arg is the callbacks' own */
+typedef struct VecGraphReader
+{
+	/*
+	 * those of node id's links on a layer (or filter list) that the search
+	 * has not met yet, counted as met now: their ids to links[], their
+	 * distances to the query to distances[], and whether each may be
+	 * returned (false for a deleted node) to returnable[]; returns how many
+	 */
+	int			(*new_links) (void *arg, uint64 id, int layer, uint64 *links,
+							  float *distances, bool *returnable);
+	/* true the first time the search meets node id (asked of entries) */
+	bool		(*first_visit) (void *arg, uint64 id);
+	void	   *arg;
+} VecGraphReader;
+
+/* The candidates' heap of vec_layer_search, kept from one search to the next */
+typedef struct VecLayerScratch
+{
+	VecLayerNode *heap;
+	int			capacity;
+} VecLayerScratch;
+
+extern void vec_layer_scratch_init(VecLayerScratch *scratch, int capacity);
+extern int	vec_layer_search(const VecGraphReader *graph, VecLayerScratch *scratch,
+							 VecLayerNode *found, int nfound, int ef, int layer);
+
+/* Candidate a's distance to candidate b (vec_diversity_select) */
+typedef float (*VecPairDistance) (void *arg, int a, int b);
+
+extern int	vec_diversity_select(const float *distance, int ncand, int max,
+								 VecPairDistance between, void *arg, int *chosen);
+
+/* The newcomer's distance to link slot of a full list (vec_choose_slot) */
+typedef float (*VecSlotDistance) (void *arg, int slot);
+
+extern int	vec_choose_slot(const float *link_distance, const bool *is_copy, int nslots,
+							float distance, bool newcomer_is_copy, bool force,
+							VecSlotDistance between, void *arg, float *victim_between);
 /* vec_search.c: graph search over the pages */
 typedef struct VecCandidate
 {

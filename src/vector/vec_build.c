@@ -34,8 +34,9 @@
  * insert searches every layer first and links afterwards, so no other
  * process can reach the node before its own lists are written.  The filter
  * lists, the orphans' reconnection and the pages are then the leader's,
- * serially, on the shared arrays.  Each worker's search scratch (about 20
- * bytes a row) comes on top of maintenance_work_mem's graph.
+ * serially, on the shared arrays.  Each worker's search scratch (4 bytes a
+ * row, and a candidate heap as large as a search needs) comes on top of
+ * maintenance_work_mem's graph.
  *
  *-------------------------------------------------------------------------
  */
@@ -76,12 +77,6 @@
 #define VEC_PARALLEL_KEY_SCAN		UINT64CONST(0xA7E1000000000012)
 
 /* In-memory graph */
-typedef struct MemCandidate
-{
-	float		distance;
-	int64		node;
-} MemCandidate;
-
 typedef struct BuildNode
 {
 	ItemPointerData heaptid;
@@ -150,7 +145,9 @@ typedef struct BuildState
 	int			entry_level;
 	uint32	   *visit_mark;
 	uint32		visit_stamp;
-	MemCandidate *cand_heap;	/* search scratch, one slot per node */
+	int64		search_node;	/* the node whose neighbours the search looks for */
+	VecGraphReader reader;		/* the graph as vec_layer_search reads it */
+	VecLayerScratch scratch;
 	MemoryContext tmpcxt;
 	/* a parallel build's shared graph (nodes .. link_dist point into it), or NULL */
 	VecBuildShared *shared;
@@ -340,121 +337,63 @@ same_code(const BuildState *build, int64 a, int64 b)
 						 build->codes + b * dim, build->nodes[b].flags);
 }
 
+/* ---- the graph as the HNSW core reads it (VecGraphReader) ---- */
+
+static bool
+first_visit(void *arg, uint64 id)
+{
+	BuildState *build = arg;
+
+	if (build->visit_mark[id] == build->visit_stamp)
+		return false;
+	build->visit_mark[id] = build->visit_stamp;
+	return true;
+}
+
+/* The build's graph has no deleted nodes: every node is returnable */
 static int
-mem_candidate_cmp(const void *a, const void *b)
+new_links(void *arg, uint64 id, int layer, uint64 *links, float *distances, bool *returnable)
 {
-	float		da = ((const MemCandidate *) a)->distance;
-	float		db = ((const MemCandidate *) b)->distance;
+	BuildState *build = arg;
+	int			slots = layer_slots(build->info, layer);
+	int64		off = link_offset(build, id, layer);
+	int32		copy[VEC_MAX_BATCH];
+	int			nnew = 0;
 
-	return (da > db) - (da < db);
-}
-
-/* A binary min-heap of candidates by distance, in a caller-provided array */
-static void
-mem_heap_push(MemCandidate *heap, int *count, MemCandidate item)
-{
-	int			pos = (*count)++;
-
-	while (pos > 0 && heap[(pos - 1) / 2].distance > item.distance)
+	Assert(slots <= VEC_MAX_BATCH);
+	lock_lists(build, id, LW_SHARED);
+	memcpy(copy, build->links + off, sizeof(int32) * slots);
+	unlock_lists(build, id);
+	for (int s = 0; s < slots && copy[s] >= 0; s++)
 	{
-		heap[pos] = heap[(pos - 1) / 2];
-		pos = (pos - 1) / 2;
+		if (!first_visit(build, copy[s]))
+			continue;
+		links[nnew] = copy[s];
+		distances[nnew] = node_distance(build, build->search_node, copy[s]);
+		returnable[nnew] = true;
+		nnew++;
 	}
-	heap[pos] = item;
-}
-
-static MemCandidate
-mem_heap_pop(MemCandidate *heap, int *count)
-{
-	MemCandidate top = heap[0];
-	MemCandidate last = heap[--(*count)];
-	int			pos = 0;
-
-	for (;;)
-	{
-		int			child = 2 * pos + 1;
-
-		if (child >= *count)
-			break;
-		if (child + 1 < *count && heap[child + 1].distance < heap[child].distance)
-			child++;
-		if (heap[child].distance >= last.distance)
-			break;
-		heap[pos] = heap[child];
-		pos = child;
-	}
-	if (*count > 0)
-		heap[pos] = last;
-	return top;
+	return nnew;
 }
 
 /*
- * SEARCH-LAYER over the in-memory graph: keeps the ef nearest to node q in
- * found[] (sorted ascending); found[0..nfound) seed it.  The candidate heap
- * lives in build->cand_heap, sized for every node.
+ * SEARCH-LAYER over the in-memory graph (vec_layer_search): keeps the ef
+ * nearest to node q in found[] (sorted ascending); found[0..nfound) seed it
  */
 static int
-mem_search_layer(BuildState *build, int64 q, MemCandidate *found, int nfound, int ef,
+mem_search_layer(BuildState *build, int64 q, VecLayerNode *found, int nfound, int ef,
 				 int layer)
 {
-	MemCandidate *heap = build->cand_heap;
-	int			nheap = 0;
-	int			slots = layer_slots(build->info, layer);
-	int32		neighbors[VEC_MAX_BATCH];
-
-	Assert(slots <= VEC_MAX_BATCH);
 	build->visit_stamp++;
-	qsort(found, nfound, sizeof(MemCandidate), mem_candidate_cmp);
-	for (int i = 0; i < nfound; i++)
-	{
-		build->visit_mark[found[i].node] = build->visit_stamp;
-		mem_heap_push(heap, &nheap, found[i]);
-	}
-
-	while (nheap > 0)
-	{
-		MemCandidate current = mem_heap_pop(heap, &nheap);
-		int64		off = link_offset(build, current.node, layer);
-
-		if (nfound >= ef && current.distance > found[nfound - 1].distance)
-			break;
-		lock_lists(build, current.node, LW_SHARED);
-		memcpy(neighbors, build->links + off, sizeof(int32) * slots);
-		unlock_lists(build, current.node);
-		for (int s = 0; s < slots; s++)
-		{
-			int64		neighbor = neighbors[s];
-			MemCandidate c;
-			int			pos;
-
-			if (neighbor < 0)
-				break;
-			if (build->visit_mark[neighbor] == build->visit_stamp)
-				continue;
-			build->visit_mark[neighbor] = build->visit_stamp;
-			c.node = neighbor;
-			c.distance = node_distance(build, q, neighbor);
-			if (nfound >= ef && c.distance >= found[nfound - 1].distance)
-				continue;
-			/* keep found sorted and at most ef long */
-			pos = nfound < ef ? nfound++ : ef - 1;
-			while (pos > 0 && found[pos - 1].distance > c.distance)
-			{
-				found[pos] = found[pos - 1];
-				pos--;
-			}
-			found[pos] = c;
-			mem_heap_push(heap, &nheap, c);
-		}
-	}
-	return nfound;
+	build->search_node = q;
+	return vec_layer_search(&build->reader, &build->scratch, found, nfound, ef, layer);
 }
 
 /* Candidates of select_neighbors, for between_candidates */
 typedef struct CandidateList
 {
 	const BuildState *build;
-	const MemCandidate *sorted;
+	const VecLayerNode *sorted;
 } CandidateList;
 
 /* Candidate a's distance to candidate b: a VecPairDistance */
@@ -463,13 +402,13 @@ between_candidates(void *arg, int a, int b)
 {
 	CandidateList *list = arg;
 
-	return node_distance(list->build, list->sorted[a].node, list->sorted[b].node);
+	return node_distance(list->build, list->sorted[a].id, list->sorted[b].id);
 }
 
 /* HNSW's neighbour selection (vec_diversity_select) over sorted candidates */
 static int
-select_neighbors(BuildState *build, MemCandidate *sorted, int ncand, int max,
-				 MemCandidate *selected)
+select_neighbors(BuildState *build, VecLayerNode *sorted, int ncand, int max,
+				 VecLayerNode *selected)
 {
 	CandidateList list = {build, sorted};
 	float	   *distance = palloc(sizeof(float) * Max(ncand, 1));
@@ -554,13 +493,13 @@ add_link(BuildState *build, int64 from, int64 to, float distance, int layer, boo
  * slots are empty; the caller holds q's lists
  */
 static void
-set_links(BuildState *build, int64 q, const MemCandidate *selected, int nselected, int layer)
+set_links(BuildState *build, int64 q, const VecLayerNode *selected, int nselected, int layer)
 {
 	int64		off = link_offset(build, q, layer);
 
 	for (int i = 0; i < nselected; i++)
 	{
-		build->links[off + i] = selected[i].node;
+		build->links[off + i] = selected[i].id;
 		build->link_dist[off + i] = selected[i].distance;
 	}
 }
@@ -571,14 +510,14 @@ set_links(BuildState *build, int64 q, const MemCandidate *selected, int nselecte
  * found)
  */
 static void
-link_back(BuildState *build, int64 q, const MemCandidate *selected, int nselected, int layer)
+link_back(BuildState *build, int64 q, const VecLayerNode *selected, int nselected, int layer)
 {
 	bool		linked = false;
 
 	for (int i = 0; i < nselected; i++)
-		linked |= add_link(build, selected[i].node, q, selected[i].distance, layer, false);
+		linked |= add_link(build, selected[i].id, q, selected[i].distance, layer, false);
 	if (!linked && nselected > 0)
-		(void) add_link(build, selected[0].node, q, selected[0].distance, layer, true);
+		(void) add_link(build, selected[0].id, q, selected[0].distance, layer, true);
 }
 
 /*
@@ -622,8 +561,8 @@ mem_insert(BuildState *build, int64 q)
 	const VecIndexInfo *info = build->info;
 	int			level = build->nodes[q].level;
 	int			ef = Max(info->ef_construction, 2 * info->m);
-	MemCandidate *found;
-	MemCandidate *selected[VEC_MAX_LAYERS];
+	VecLayerNode *found;
+	VecLayerNode *selected[VEC_MAX_LAYERS];
 	int			nselected[VEC_MAX_LAYERS];
 	int64		entry;
 	int			entry_level;
@@ -635,8 +574,8 @@ mem_insert(BuildState *build, int64 q)
 	if (entry < 0)
 		return;
 
-	found = palloc(sizeof(MemCandidate) * (ef + 1));
-	found[0].node = entry;
+	found = palloc(sizeof(VecLayerNode) * (ef + 1));
+	found[0].id = entry;
 	found[0].distance = node_distance(build, q, entry);
 	nfound = 1;
 	for (int layer = entry_level; layer > level; layer--)
@@ -647,7 +586,7 @@ mem_insert(BuildState *build, int64 q)
 	{
 		int			slots = layer_slots(info, layer);
 
-		selected[layer] = palloc(sizeof(MemCandidate) * slots);
+		selected[layer] = palloc(sizeof(VecLayerNode) * slots);
 		nfound = mem_search_layer(build, q, found, nfound, ef, layer);
 		nselected[layer] = select_neighbors(build, found, nfound, slots, selected[layer]);
 	}
@@ -790,8 +729,8 @@ filter_member_cmp(const void *a, const void *b, void *arg)
 }
 
 static void
-link_filter_list(BuildState *build, int64 q, int64 first, int column, MemCandidate *found,
-				 MemCandidate *selected)
+link_filter_list(BuildState *build, int64 q, int64 first, int column, VecLayerNode *found,
+				 VecLayerNode *selected)
 {
 	const VecIndexInfo *info = build->info;
 	int			list = VEC_FILTER_LIST(column);
@@ -801,7 +740,7 @@ link_filter_list(BuildState *build, int64 q, int64 first, int column, MemCandida
 	int			nfound = 0;
 	int			nselected;
 
-	found[nfound].node = first;
+	found[nfound].id = first;
 	found[nfound++].distance = node_distance(build, q, first);
 	for (int s = 0; s < 2 * info->m && build->links[off0 + s] >= 0 && nfound < ef; s++)
 	{
@@ -810,7 +749,7 @@ link_filter_list(BuildState *build, int64 q, int64 first, int column, MemCandida
 		if (neighbor < q && neighbor != first && on_list(build, neighbor, list) &&
 			build->nodes[neighbor].filters[column] == value)
 		{
-			found[nfound].node = neighbor;
+			found[nfound].id = neighbor;
 			found[nfound++].distance = build->link_dist[off0 + s];
 		}
 	}
@@ -827,8 +766,8 @@ build_filter_lists(BuildState *build)
 	int64	   *members = palloc_extended(sizeof(int64) * build->nnodes, MCXT_ALLOC_HUGE);
 	int64	   *values = palloc_extended(sizeof(int64) * build->nnodes, MCXT_ALLOC_HUGE);
 	int			ef = Max(info->ef_construction, 2 * info->m);
-	MemCandidate *found = palloc(sizeof(MemCandidate) * (ef + 1));
-	MemCandidate *selected = palloc(sizeof(MemCandidate) * info->filter_m);
+	VecLayerNode *found = palloc(sizeof(VecLayerNode) * (ef + 1));
+	VecLayerNode *selected = palloc(sizeof(VecLayerNode) * info->filter_m);
 
 	for (int column = 0; column < info->nfilters; column++)
 	{
@@ -1166,7 +1105,7 @@ graph_memory(const VecIndexInfo *info, double nrows)
 	/* layer 0 plus the expected upper layers (1/(m-1) of a node's links) */
 	double		links = nrows * (2.0 * info->m + info->nfilters * info->filter_m + 1.2);
 
-	return nrows * (sizeof(BuildNode) + info->dim + sizeof(uint32) + sizeof(MemCandidate)) +
+	return nrows * (sizeof(BuildNode) + info->dim + sizeof(uint32)) +
 		links * (sizeof(int32) + sizeof(float));
 }
 
@@ -1176,8 +1115,10 @@ allocate_scratch(BuildState *build)
 {
 	build->visit_mark = palloc_extended(sizeof(uint32) * build->maxnodes,
 										MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
-	build->cand_heap = palloc_extended(sizeof(MemCandidate) * (build->maxnodes + 1),
-									   MCXT_ALLOC_HUGE);
+	vec_layer_scratch_init(&build->scratch, 1024);
+	build->reader.new_links = new_links;
+	build->reader.first_visit = first_visit;
+	build->reader.arg = build;
 }
 
 /* Room for the links of maxnodes nodes at the levels expected, and more */

@@ -3,7 +3,8 @@
  * vec_search.c
  *	  Searching the archer_vector graph on its pages: reading a node's
  *	  distance or links under a share lock, the visited set, candidate heaps,
- *	  and HNSW's layer search used by inserts.
+ *	  and the pages as the HNSW core (vec_hnsw.c) reads them, for the
+ *	  layer search and the neighbour selection of inserts and VACUUM.
  *
  * Each node read pins and share-locks one page and copies out only what
  * the caller needs (a distance, or one layer's links), so no lock is held
@@ -471,76 +472,84 @@ vec_walk_to_match(Relation index, const VecIndexInfo *info, const VecQuery *quer
 	return false;
 }
 
+/* The graph on the pages as the HNSW core reads it (VecGraphReader) */
+typedef struct PageGraph
+{
+	Relation	index;
+	const VecIndexInfo *info;
+	const VecQuery *query;
+	VecVisited	visited;
+} PageGraph;
+
+static bool
+first_visit(void *arg, uint64 id)
+{
+	PageGraph  *graph = arg;
+	ItemPointerData tid;
+
+	archer_key_tid(id, &tid);
+	return vec_visited_add(&graph->visited, &tid);
+}
+
+static int
+new_links(void *arg, uint64 id, int layer, uint64 *links, float *distances, bool *returnable)
+{
+	PageGraph  *graph = arg;
+	ItemPointerData tid;
+	ItemPointerData tids[VEC_MAX_BATCH];
+	VecNodeHeader headers[VEC_MAX_BATCH];
+	int			nlinks;
+	int			nnew = 0;
+
+	archer_key_tid(id, &tid);
+	nlinks = vec_node_links(graph->index, graph->info, &tid, layer, tids);
+	for (int i = 0; i < nlinks; i++)
+		if (vec_visited_add(&graph->visited, &tids[i]))
+			tids[nnew++] = tids[i];
+	vec_batch_distances(graph->index, graph->info, graph->query, tids, nnew, distances,
+						headers, NULL);
+	for (int i = 0; i < nnew; i++)
+	{
+		links[i] = archer_tid_key(&tids[i]);
+		returnable[i] = !(headers[i].flags & VEC_NODE_DELETED);
+	}
+	return nnew;
+}
+
 /*
- * HNSW's SEARCH-LAYER: best-first from the entries, keeping the ef nearest.
- * Deleted nodes are traversed (their links still lead somewhere) but not
- * returned.  The entries must not be deleted.  Writes up to ef results to
- * result[], nearest first.
+ * HNSW's SEARCH-LAYER over the pages (vec_layer_search), from the entries
+ * (which must not be deleted): writes up to ef nodes to result[], nearest
+ * first, and returns how many.  result may be entries.
  */
 int
 vec_search_layer(Relation index, const VecIndexInfo *info, const VecQuery *query,
 				 VecCandidate *entries, int nentries, int ef, int layer,
 				 VecCandidate *result)
 {
-	VecHeap		candidates;
-	VecHeap		nearest;		/* max-heap: the farthest of the best ef on top */
-	VecVisited	visited;
-	ItemPointerData *links = palloc(sizeof(ItemPointerData) * 2 * info->m);
-	float	   *distances = palloc(sizeof(float) * 2 * info->m);
-	VecNodeHeader *headers = palloc(sizeof(VecNodeHeader) * 2 * info->m);
-	int			nfresh;
-	int			nresult;
+	PageGraph	graph = {.index = index,.info = info,.query = query};
+	VecGraphReader reader = {new_links, first_visit, &graph};
+	VecLayerScratch scratch;
+	VecLayerNode *found = palloc(sizeof(VecLayerNode) * Max(ef, nentries));
+	int			nfound;
 
-	vec_heap_init(&candidates, ef * 4, 1);
-	vec_heap_init(&nearest, ef + 1, -1);
-	vec_visited_init(&visited, ef * 8);
+	vec_visited_init(&graph.visited, ef * 8);
+	vec_layer_scratch_init(&scratch, ef * 4);
 	for (int i = 0; i < nentries; i++)
 	{
-		if (!vec_visited_add(&visited, &entries[i].tid))
-			continue;
-		vec_heap_push(&candidates, &entries[i]);
-		vec_heap_push(&nearest, &entries[i]);
-		if (nearest.count > ef)
-			(void) vec_heap_pop(&nearest);
+		found[i].id = archer_tid_key(&entries[i].tid);
+		found[i].distance = entries[i].distance;
 	}
-
-	while (candidates.count > 0)
+	nfound = vec_layer_search(&reader, &scratch, found, nentries, ef, layer);
+	for (int i = 0; i < nfound; i++)
 	{
-		VecCandidate current = vec_heap_pop(&candidates);
-		int			nlinks;
-
-		if (nearest.count >= ef && current.distance > nearest.items[0].distance)
-			break;
-		CHECK_FOR_INTERRUPTS();
-		nlinks = vec_node_links(index, info, &current.tid, layer, links);
-		nfresh = 0;
-		for (int i = 0; i < nlinks; i++)
-			if (vec_visited_add(&visited, &links[i]))
-				links[nfresh++] = links[i];
-		vec_batch_distances(index, info, query, links, nfresh, distances, headers, NULL);
-		for (int i = 0; i < nfresh; i++)
-		{
-			VecCandidate next;
-
-			next.tid = links[i];
-			next.distance = distances[i];
-			if (nearest.count < ef || next.distance < nearest.items[0].distance)
-			{
-				vec_heap_push(&candidates, &next);
-				if (headers[i].flags & VEC_NODE_DELETED)
-					continue;
-				vec_heap_push(&nearest, &next);
-				if (nearest.count > ef)
-					(void) vec_heap_pop(&nearest);
-			}
-		}
+		memset(&result[i], 0, sizeof(VecCandidate));
+		archer_key_tid(found[i].id, &result[i].tid);
+		result[i].distance = found[i].distance;
 	}
-
-	/* the max-heap pops farthest first: fill result from the back */
-	nresult = nearest.count;
-	for (int i = nresult - 1; i >= 0; i--)
-		result[i] = vec_heap_pop(&nearest);
-	return nresult;
+	pfree(found);
+	pfree(scratch.heap);
+	pfree(graph.visited.slots);
+	return nfound;
 }
 
 /* Copy a node's code out of its page */
