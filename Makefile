@@ -11,6 +11,9 @@ OBJS = \
 	src/archer.o \
 	src/common/archer_stats.o \
 	src/common/storage.o \
+	src/common/amroutine.o \
+	src/common/owner.o \
+	src/common/prefetch.o \
 	src/common/insert_buffer.o \
 	src/common/merge.o \
 	src/common/worker.o \

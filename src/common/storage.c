@@ -9,38 +9,15 @@
  */
 #include "postgres.h"
 
-#include "access/itup.h"
-#include "access/table.h"
-#include "access/xlog.h"
-#include "catalog/index.h"
-#include "catalog/pg_class.h"
-#include "commands/defrem.h"
-#include "commands/vacuum.h"
-#include "catalog/pg_amop.h"
-#include "catalog/pg_opclass.h"
-#include "utils/acl.h"
-#include "utils/guc.h"
-#include "utils/catcache.h"
-#include "utils/regproc.h"
-#include "utils/syscache.h"
-#include "utils/lsyscache.h"
-#include "utils/memutils.h"
-#include "access/relscan.h"
-#include "access/rmgr.h"
 #include "access/xloginsert.h"
 #include "miscadmin.h"
-#include "optimizer/optimizer.h"
 #include "pgstat.h"
+#include "storage/bufmgr.h"
 #include "storage/lmgr.h"
+#include "utils/memutils.h"
 #include "utils/rel.h"
 
 #include "storage.h"
-
-/*
- * The CPU's cache line, for prefetching every line of a page
- * (PG_CACHE_LINE_SIZE is a conservative 128: every other line)
- */
-#define ARCHER_CPU_CACHE_LINE	64
 
 void
 archer_page_init(Page page, uint16 page_id, uint8 flags, uint16 level)
@@ -80,24 +57,6 @@ archer_corrupted(Relation index, BlockNumber blkno, const char *detail)
 					RelationGetRelationName(index), blkno),
 			 errdetail("%s", detail),
 			 errhint("Please REINDEX it.")));
-}
-
-/*
- * The verify functions keep an entry for every row the index holds; past
- * maintenance_work_mem they stop with an error that says what to raise,
- * rather than grow a backend without bound on a large index.
- */
-void
-archer_verify_check_memory(Relation index, Size bytes)
-{
-	if (bytes / 1024 > (Size) maintenance_work_mem)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("verifying index \"%s\" needs more than maintenance_work_mem (%d kB)",
-						RelationGetRelationName(index), maintenance_work_mem),
-				 errdetail("Verify keeps an entry for every row of the index, %zu kB so far.",
-						   bytes / 1024),
-				 errhint("Raise maintenance_work_mem.")));
 }
 
 /*
@@ -318,20 +277,6 @@ archer_new_buffer(Relation index)
 }
 
 /*
- * The parallel workers the planner grants a CREATE INDEX of this table, as
- * for a btree (max_parallel_maintenance_workers, the table's size and
- * parallel_workers option, parallel-safe index expressions, 32MB of
- * maintenance_work_mem a process); 0 in a standalone backend or bootstrap
- */
-int
-archer_build_workers(Relation heap, Relation index)
-{
-	if (!IsUnderPostmaster || !IsNormalProcessingMode())
-		return 0;
-	return plan_create_index_workers(RelationGetRelid(heap), RelationGetRelid(index));
-}
-
-/*
  * Append a page image built in local memory as the next block of an index
  * under construction (no WAL: see archer_log_all_pages).
  */
@@ -438,28 +383,6 @@ archer_log_all_pages(Relation index)
 }
 
 /*
- * Index-only scans of an index that cannot return its columns.  The
- * planner still offers one when a query needs no column of the table at
- * all (SELECT count(*) FROM t): no condition, hence no recheck, and no
- * value needed, so a tuple with NULL columns will do.  (archer_geo returns
- * its column, see geo_scan.c.)
- */
-void
-archer_set_empty_itup(IndexScanDesc scan)
-{
-	if (scan->xs_itup == NULL)
-	{
-		TupleDesc	desc = RelationGetDescr(scan->indexRelation);
-		Datum		values[INDEX_MAX_KEYS] = {0};
-		bool		isnull[INDEX_MAX_KEYS];
-
-		memset(isnull, true, sizeof(isnull));
-		scan->xs_itup = index_form_tuple(desc, values, isnull);
-		scan->xs_itupdesc = desc;
-	}
-}
-
-/*
  * Start a meta page: page header, and zeroed contents of meta_size bytes
  * that begin with the common part (magic, version, page id).  Returns the
  * contents for the access method to fill in.
@@ -487,238 +410,4 @@ archer_write_init_fork_page(Relation index, BlockNumber blkno, Page page)
 	PageSetChecksumInplace(page, blkno);
 	smgrextend(RelationGetSmgr(index), INIT_FORKNUM, blkno, page, true);
 	log_newpage(&index->rd_locator, INIT_FORKNUM, blkno, page, true);
-}
-
-/*
- * The capabilities both access methods share: one column, ordering by
- * operator, scans without conditions, no bitmap scans, no parallel scans.
- */
-IndexAmRoutine *
-archer_am_routine(int nstrategies)
-{
-	IndexAmRoutine *amroutine = makeNode(IndexAmRoutine);
-
-	amroutine->amstrategies = nstrategies;
-	amroutine->amsupport = 0;
-	amroutine->amoptsprocnum = 0;
-	amroutine->amcanorder = false;
-	amroutine->amcanorderbyop = true;
-	amroutine->amcanbackward = false;
-	amroutine->amcanunique = false;
-	amroutine->amcanmulticol = false;
-	amroutine->amoptionalkey = true;
-	amroutine->amsearcharray = false;
-	amroutine->amsearchnulls = false;
-	amroutine->amstorage = false;
-	amroutine->amclusterable = false;
-	amroutine->ampredlocks = false;
-	amroutine->amcanparallel = false;
-	amroutine->amcaninclude = false;
-	amroutine->amusemaintenanceworkmem = false;
-	amroutine->amparallelvacuumoptions = VACUUM_OPTION_PARALLEL_BULKDEL;
-	amroutine->amkeytype = InvalidOid;
-	amroutine->amcanreturn = NULL;
-	amroutine->amproperty = NULL;
-	amroutine->amadjustmembers = NULL;
-	amroutine->amgetbitmap = NULL;
-	amroutine->ammarkpos = NULL;
-	amroutine->amrestrpos = NULL;
-	amroutine->amestimateparallelscan = NULL;
-	amroutine->aminitparallelscan = NULL;
-	amroutine->amparallelrescan = NULL;
-	return amroutine;
-}
-
-/* An error unless indexoid is an index */
-void
-archer_check_is_index(Oid indexoid)
-{
-	if (get_rel_relkind(indexoid) != RELKIND_INDEX)
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("\"%s\" is not an index",
-						get_rel_name(indexoid) ? get_rel_name(indexoid) : "?")));
-}
-
-/*
- * An error unless indexoid is an index the current user owns; checked
- * before any lock is taken, so that a stranger cannot queue behind writers
- */
-void
-archer_check_index_owner(Oid indexoid)
-{
-	archer_check_is_index(indexoid);
-	if (!object_ownercheck(RelationRelationId, indexoid, GetUserId()))
-		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_INDEX, get_rel_name(indexoid));
-}
-
-/*
- * The opening of a verify function: the caller must own the index (checked
- * before any lock, so a stranger cannot queue behind writers); then the
- * table and index are opened with ShareLock, which keeps writers out while
- * the check runs (AccessShareLock on a hot standby, where only replay
- * writes), and the index must belong to the named access method.
- */
-void
-archer_verify_open(Oid indexoid, const char *amname, Relation *heap, Relation *index,
-				   LOCKMODE *lockmode)
-{
-	archer_check_index_owner(indexoid);
-	*lockmode = RecoveryInProgress() ? AccessShareLock : ShareLock;
-	*heap = table_open(IndexGetRelation(indexoid, false), *lockmode);
-	*index = index_open(indexoid, *lockmode);
-	if ((*index)->rd_rel->relam != get_index_am_oid(amname, false))
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("\"%s\" is not an %s index", RelationGetRelationName(*index), amname)));
-}
-
-/*
- * Run user code of a table (index expressions and predicates, which
- * table_index_build_scan and merges evaluate) as the table's owner, under
- * SECURITY_RESTRICTED_OPERATION and in a new GUC nest level: otherwise a
- * function written by the owner would run with the rights of whoever
- * verifies or merges the index (a superuser, the background worker), and
- * could change settings that outlive the call.  An error in between needs
- * no cleanup: (sub)transaction abort restores the user and the settings.
- */
-void
-archer_become_owner(Relation heap, ArcherSavedUser *saved)
-{
-	GetUserIdAndSecContext(&saved->userid, &saved->sec_context);
-	SetUserIdAndSecContext(heap->rd_rel->relowner,
-						   saved->sec_context | SECURITY_RESTRICTED_OPERATION);
-	saved->nestlevel = NewGUCNestLevel();
-}
-
-/* Undo archer_become_owner */
-void
-archer_restore_user(const ArcherSavedUser *saved)
-{
-	AtEOXact_GUC(false, saved->nestlevel);
-	SetUserIdAndSecContext(saved->userid, saved->sec_context);
-}
-
-/*
- * Operator class validation shared by the access methods: every operator
- * has a strategy in 1..nstrategies, and is an ordering operator exactly
- * when its strategy's bit is set in ordering_strategies.  Problems are
- * reported as INFO, as amvalidate does.
- */
-bool
-archer_validate_opclass(Oid opclassoid, const char *amname, int nstrategies,
-						uint32 ordering_strategies)
-{
-	bool		result = true;
-	HeapTuple	classtup = SearchSysCache1(CLAOID, ObjectIdGetDatum(opclassoid));
-	Form_pg_opclass classform;
-	CatCList   *oprlist;
-
-	if (!HeapTupleIsValid(classtup))
-		elog(ERROR, "cache lookup failed for operator class %u", opclassoid);
-	classform = (Form_pg_opclass) GETSTRUCT(classtup);
-	oprlist = SearchSysCacheList1(AMOPSTRATEGY, ObjectIdGetDatum(classform->opcfamily));
-	for (int i = 0; i < oprlist->n_members; i++)
-	{
-		Form_pg_amop oprform = (Form_pg_amop) GETSTRUCT(&oprlist->members[i]->tuple);
-		int			strategy = oprform->amopstrategy;
-		bool		ordering = strategy >= 1 && strategy <= nstrategies &&
-			(ordering_strategies & (1u << strategy)) != 0;
-
-		if (strategy < 1 || strategy > nstrategies ||
-			(oprform->amoppurpose == AMOP_ORDER) != ordering)
-		{
-			ereport(INFO,
-					(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
-					 errmsg("%s operator class \"%s\" has operator %s with strategy %d and the wrong purpose or number",
-							amname, NameStr(classform->opcname),
-							format_operator(oprform->amopopr), strategy)));
-			result = false;
-		}
-	}
-	ReleaseCatCacheList(oprlist);
-	ReleaseSysCache(classtup);
-	return result;
-}
-
-/*
- * The address in the buffer pool of a block of rel, or NULL when it is not
- * there (or rel is a temporary relation, in local buffers).  The block is
- * not pinned: the callers only ask the CPU to load memory.  If the buffer
- * is evicted meanwhile the hint is merely useless (every address prefetched
- * lies inside the buffer pool), and the real read pins and checks as
- * always.  PrefetchBuffer is the buffer manager's public lookup; for a
- * block not in the pool it also asks the kernel to start reading it,
- * which the caller's read of that block soon after can only gain from.
- */
-static char *
-cached_block(Relation rel, BlockNumber blkno)
-{
-	PrefetchBufferResult result;
-
-	if (RelationUsesLocalBuffers(rel))
-		return NULL;
-	result = PrefetchBuffer(rel, MAIN_FORKNUM, blkno);
-	if (!BufferIsValid(result.recent_buffer))
-		return NULL;
-	return (char *) BufferGetBlock(result.recent_buffer);
-}
-
-/*
- * Ask the CPU to load, ahead of the executor's fetch, the heap page header
- * and line pointer of a TID an index scan is about to return; returns the
- * page's address in the buffer pool (NULL if it is not there) for
- * archer_prefetch_heap_tuple_data, called a little later.  A scan that
- * returns thousands of rows from a table in no particular order spends
- * most of its time waiting for those cache lines, one row after the
- * other; asked a few rows ahead, the loads overlap.
- */
-char *
-archer_prefetch_heap_tuple(IndexScanDesc scan, ItemPointer tid)
-{
-	char	   *page;
-
-	if (scan->heapRelation == NULL ||
-		ItemPointerGetOffsetNumberNoCheck(tid) < FirstOffsetNumber ||
-		ItemPointerGetOffsetNumberNoCheck(tid) > MaxHeapTuplesPerPage)
-		return NULL;
-	page = cached_block(scan->heapRelation, ItemPointerGetBlockNumberNoCheck(tid));
-	if (page == NULL)
-		return NULL;
-	__builtin_prefetch(page);
-	__builtin_prefetch(page + SizeOfPageHeaderData +
-					   (ItemPointerGetOffsetNumberNoCheck(tid) - 1) * sizeof(ItemIdData));
-	return page;
-}
-
-/*
- * Ask the CPU to load a whole page of an index, one the caller will read
- * next: a scan that walks leaves in order reads each from memory, and the
- * hardware follows a stream only within a page.  (A page not in the
- * buffer pool is only asked of the kernel, as cached_block says.)
- */
-void
-archer_prefetch_page(Relation index, BlockNumber blkno)
-{
-	char	   *page = cached_block(index, blkno);
-
-	if (page == NULL)
-		return;
-	for (int offset = 0; offset < BLCKSZ; offset += ARCHER_CPU_CACHE_LINE)
-		__builtin_prefetch(page + offset);
-}
-
-/* The tuple's own cache line, from the line pointer loaded by now */
-void
-archer_prefetch_heap_tuple_data(const char *page, ItemPointer tid)
-{
-	OffsetNumber off = ItemPointerGetOffsetNumberNoCheck(tid);
-	ItemIdData	lp;
-
-	if (page == NULL || off < FirstOffsetNumber || off > MaxHeapTuplesPerPage)
-		return;
-	/* copied once: it may change under us, and what is checked is used */
-	memcpy(&lp, page + SizeOfPageHeaderData + (off - 1) * sizeof(ItemIdData), sizeof(lp));
-	if (lp.lp_flags == LP_NORMAL && lp.lp_off < BLCKSZ)
-		__builtin_prefetch(page + lp.lp_off);
 }

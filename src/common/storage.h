@@ -1,7 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * storage.h
- *	  The page layer shared by archer's access methods.
+ *	  The page layer shared by archer's access methods, and the other shared
+ *	  modules of src/common that take no access method descriptor
+ *	  (amroutine.c, owner.c, prefetch.c, insert_buffer.c).
  *
  * Page layout (every archer page, any access method):
  *
@@ -152,6 +154,7 @@ typedef struct ArcherMetaHead
 #define ArcherPageGetEntries(page) \
 	((char *) (page) + MAXALIGN(SizeOfPageHeaderData))
 
+/* storage.c: the page layer */
 extern void archer_page_init(Page page, uint16 page_id, uint8 flags, uint16 level);
 extern int	archer_page_nentries(Page page, Size entry_size);
 extern void archer_page_set_nentries(Page page, Size entry_size, int nentries);
@@ -191,17 +194,14 @@ extern Buffer archer_read_buffer_recent(Relation index, BlockNumber blkno,
 extern Buffer archer_buffer_for_block(Relation index, BlockNumber blkno, uint16 page_id,
 									  uint8 leftover_flags);
 extern Buffer archer_new_buffer(Relation index);
-extern void archer_verify_check_memory(Relation index, Size bytes);
 pg_noreturn extern void archer_corrupted(Relation index, BlockNumber blkno,
 										 const char *detail);
 extern void archer_write_new_page(Relation index, BlockNumber expected, Page page);
-extern int	archer_build_workers(Relation heap, Relation index);
 extern void archer_log_all_pages(Relation index);
 extern void archer_page_write_logged(Relation index, Buffer buf,
 									 const ArcherPageChange *changes, int n);
 extern void archer_page_append_logged(Relation index, Buffer buf, const void *entries, int n,
 									  Size entry_size);
-extern void archer_set_empty_itup(IndexScanDesc scan);
 
 /* A heap TID as one integer, in ItemPointerCompare's order */
 static inline uint64
@@ -218,18 +218,22 @@ archer_key_tid(uint64 key, ItemPointer tid)
 	ItemPointerSet(tid, (BlockNumber) (key >> 16), (OffsetNumber) (key & 0xFFFF));
 }
 
-extern char *archer_prefetch_heap_tuple(IndexScanDesc scan, ItemPointer tid);
-extern void archer_prefetch_page(Relation index, BlockNumber blkno);
-extern void archer_prefetch_heap_tuple_data(const char *page, ItemPointer tid);
 extern void *archer_init_meta_page(Page page, uint16 page_id, Size meta_size);
 extern void archer_write_init_fork_page(Relation index, BlockNumber blkno, Page page);
+
+/* amroutine.c: what both access methods hand to core alike */
 extern IndexAmRoutine *archer_am_routine(int nstrategies);
 extern bool archer_validate_opclass(Oid opclassoid, const char *amname, int nstrategies,
 									uint32 ordering_strategies);
+extern int	archer_build_workers(Relation heap, Relation index);
+extern void archer_set_empty_itup(IndexScanDesc scan);
+
+/* owner.c: who may verify an index, and as whom a table's code runs */
 extern void archer_check_is_index(Oid indexoid);
 extern void archer_check_index_owner(Oid indexoid);
 extern void archer_verify_open(Oid indexoid, const char *amname, Relation *heap,
 							   Relation *index, LOCKMODE *lockmode);
+extern void archer_verify_check_memory(Relation index, Size bytes);
 
 /* who ran before archer_become_owner, restored by archer_restore_user */
 typedef struct ArcherSavedUser
@@ -241,6 +245,10 @@ typedef struct ArcherSavedUser
 
 extern void archer_become_owner(Relation heap, ArcherSavedUser *saved);
 extern void archer_restore_user(const ArcherSavedUser *saved);
+
+/* prefetch.c: hints about pages a scan reads next */
+extern void archer_prefetch_heap_tuple(IndexScanDesc scan, ItemPointer tid);
+extern void archer_prefetch_page(Relation index, BlockNumber blkno);
 
 /* insert_buffer.c: the insert buffer's page chain, shared by both access methods */
 typedef struct ArcherBufferAppend

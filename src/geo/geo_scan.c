@@ -101,11 +101,9 @@
 #define GEO_LONE_LEVELS			8
 /*
  * How many rows ahead a condition scan has the CPU load the heap page
- * header and line pointer of a row it will return, and then the tuple
- * (the line pointer, loaded by then, says where it is)
+ * header and line pointer of a row it will return
  */
 #define GEO_PREFETCH_PAGE_AHEAD		8
-#define GEO_PREFETCH_TUPLE_AHEAD	4
 
 typedef struct GeoKeyState
 {
@@ -218,14 +216,12 @@ typedef struct GeoScanOpaqueData
 
 	/*
 	 * Condition scans: the matching entries of one leaf, moved to the front
-	 * of range_entries, with their recheck flags and (for the prefetch) the
-	 * address of their heap pages; and the position in the covering of
-	 * keys[0]
+	 * of range_entries, with their recheck flags; and the position in the
+	 * covering of keys[0]
 	 */
 	int			nmatched;
 	int			match_pos;
 	bool	   *match_recheck;
-	char	  **match_heap_page;
 	int			cur_cell;
 	BlockNumber next_blkno;		/* next leaf of the current range, or Invalid */
 	GeoKey		range_hikey;	/* high key of the last leaf read in the range */
@@ -868,8 +864,6 @@ alloc_range_entries(IndexScanDesc scan)
 	/* ordered scans keep their matches as candidates (cands) instead */
 	so->match_recheck = so->ordered ? NULL :
 		MemoryContextAllocHuge(CurrentMemoryContext, sizeof(bool) * capacity);
-	so->match_heap_page = so->ordered ? NULL :
-		MemoryContextAllocHuge(CurrentMemoryContext, sizeof(char *) * capacity);
 }
 
 /*
@@ -1201,9 +1195,6 @@ next_condition_batch(IndexScanDesc scan)
 	/* loaded while this page's rows are returned */
 	if (so->next_blkno != InvalidBlockNumber)
 		archer_prefetch_page(scan->indexRelation, so->next_blkno);
-	/* only the heap prefetch reads them, and index-only scans skip it */
-	if (!scan->xs_want_itup)
-		memset(so->match_heap_page, 0, sizeof(char *) * so->nmatched);
 	return true;
 }
 
@@ -2063,14 +2054,9 @@ prefetch_heap_rows(IndexScanDesc scan)
 {
 	GeoScanOpaque so = (GeoScanOpaque) scan->opaque;
 	int			page_pos = so->match_pos + GEO_PREFETCH_PAGE_AHEAD;
-	int			tuple_pos = so->match_pos + GEO_PREFETCH_TUPLE_AHEAD;
 
 	if (page_pos < so->nmatched)
-		so->match_heap_page[page_pos] =
-			archer_prefetch_heap_tuple(scan, &so->range_entries[page_pos].tid);
-	if (tuple_pos < so->nmatched)
-		archer_prefetch_heap_tuple_data(so->match_heap_page[tuple_pos],
-										&so->range_entries[tuple_pos].tid);
+		archer_prefetch_heap_tuple(scan, &so->range_entries[page_pos].tid);
 }
 
 static pg_noinline bool
