@@ -28,18 +28,66 @@ CREATE OPERATOR CLASS bad_geo_purpose FOR TYPE point USING archer_geo AS
 	OPERATOR 1 <@ (point, archer_cap) FOR ORDER BY float_ops;
 CREATE OPERATOR CLASS bad_geo_strategy FOR TYPE point USING archer_geo AS
 	OPERATOR 9 <-> (point, point) FOR ORDER BY float_ops;
+-- archer_geo: a type it cannot index
+CREATE OPERATOR CLASS bad_geo_type FOR TYPE box USING archer_geo AS
+	OPERATOR 1 <@ (point, archer_cap),
+	OPERATOR 2 <@@ (point, polygon),
+	OPERATOR 3 <-> (point, point) FOR ORDER BY float_ops;
+-- strategies missing: conditions the planner could not place
+CREATE OPERATOR CLASS bad_geo_incomplete FOR TYPE point USING archer_geo AS
+	OPERATOR 3 <-> (point, point) FOR ORDER BY float_ops;
+-- the polygon and cap operators under each other's strategies: the scan
+-- would read a polygon as a cap and a cap as a polygon
+CREATE OPERATOR CLASS bad_geo_right_type FOR TYPE point USING archer_geo AS
+	OPERATOR 1 <@@ (point, polygon),
+	OPERATOR 2 <@ (point, archer_cap),
+	OPERATOR 3 <-> (point, point) FOR ORDER BY float_ops;
+-- core's planar point-in-polygon, with the types of archer's geodesic one
+CREATE OPERATOR CLASS bad_geo_planar FOR TYPE point USING archer_geo AS
+	OPERATOR 1 <@ (point, archer_cap),
+	OPERATOR 2 <@ (point, polygon),
+	OPERATOR 3 <-> (point, point) FOR ORDER BY float_ops;
+-- distances sorted by a family that does not order float8
+CREATE OPERATOR CLASS bad_geo_sort FOR TYPE point USING archer_geo AS
+	OPERATOR 1 <@ (point, archer_cap),
+	OPERATOR 2 <@@ (point, polygon),
+	OPERATOR 3 <-> (point, point) FOR ORDER BY integer_ops;
+-- archer_vector filter classes: an operator that is not btree's of its
+-- number (the scan applies strategy 1 as <), and a class missing some
+CREATE OPERATOR CLASS bad_filter_swapped FOR TYPE integer USING archer_vector AS
+	OPERATOR 1 > (integer, integer),
+	OPERATOR 2 <= (integer, integer),
+	OPERATOR 3 = (integer, integer),
+	OPERATOR 4 >= (integer, integer),
+	OPERATOR 5 < (integer, integer);
+CREATE OPERATOR CLASS bad_filter_incomplete FOR TYPE integer USING archer_vector AS
+	OPERATOR 3 = (integer, integer);
 SELECT amvalidate(oid) FROM pg_opclass WHERE opcname = 'bad_none';
 SELECT amvalidate(oid) FROM pg_opclass WHERE opcname = 'bad_strategy';
 SELECT amvalidate(oid) FROM pg_opclass WHERE opcname = 'bad_purpose';
 SELECT amvalidate(oid) FROM pg_opclass WHERE opcname = 'bad_type';
 SELECT amvalidate(oid) FROM pg_opclass WHERE opcname = 'bad_two';
 SELECT amvalidate(oid) FROM pg_opclass WHERE opcname = 'bad_geo_purpose';
+SELECT amvalidate(oid) FROM pg_opclass WHERE opcname = 'bad_geo_type';
+SELECT amvalidate(oid) FROM pg_opclass WHERE opcname = 'bad_geo_incomplete';
+SELECT amvalidate(oid) FROM pg_opclass WHERE opcname = 'bad_geo_right_type';
+SELECT amvalidate(oid) FROM pg_opclass WHERE opcname = 'bad_geo_planar';
+SELECT amvalidate(oid) FROM pg_opclass WHERE opcname = 'bad_geo_sort';
+SELECT amvalidate(oid) FROM pg_opclass WHERE opcname = 'bad_filter_swapped';
+SELECT amvalidate(oid) FROM pg_opclass WHERE opcname = 'bad_filter_incomplete';
 DROP OPERATOR CLASS bad_none USING archer_vector;
 DROP OPERATOR CLASS bad_strategy USING archer_vector;
 DROP OPERATOR CLASS bad_purpose USING archer_vector;
 DROP OPERATOR CLASS bad_type USING archer_vector;
 DROP OPERATOR CLASS bad_two USING archer_vector;
 DROP OPERATOR CLASS bad_geo_purpose USING archer_geo;
+DROP OPERATOR CLASS bad_geo_type USING archer_geo;
+DROP OPERATOR CLASS bad_geo_incomplete USING archer_geo;
+DROP OPERATOR CLASS bad_geo_right_type USING archer_geo;
+DROP OPERATOR CLASS bad_geo_planar USING archer_geo;
+DROP OPERATOR CLASS bad_geo_sort USING archer_geo;
+DROP OPERATOR CLASS bad_filter_swapped USING archer_vector;
+DROP OPERATOR CLASS bad_filter_incomplete USING archer_vector;
 -- the shipped classes stay valid
 SELECT am.amname, bool_and(amvalidate(c.oid)) FROM pg_opclass c JOIN pg_am am ON am.oid = c.opcmethod
 WHERE am.amname IN ('archer_geo', 'archer_vector') GROUP BY 1 ORDER BY 1;
@@ -55,3 +103,24 @@ CREATE INDEX ON fake_t USING archer_geo (g fake_geometry_ops);
 DROP TABLE fake_t;
 DROP OPERATOR CLASS fake_geometry_ops USING archer_geo;
 DROP SCHEMA fake CASCADE;
+-- archer_geo_support knows archer's functions by their C function, not by
+-- name: a function named archer_within elsewhere (here planar, and not
+-- inlined) is not turned into an index condition, and a renamed
+-- archer_within still is
+CREATE TABLE named_t (p point);
+INSERT INTO named_t SELECT point(i % 90, i / 90) FROM generate_series(0, 8099) i;
+CREATE INDEX named_t_p ON named_t USING archer_geo (p);
+ANALYZE named_t;
+SET enable_seqscan = off;
+CREATE SCHEMA other;
+CREATE FUNCTION other.archer_within(geom point, region polygon) RETURNS boolean
+	LANGUAGE plpgsql IMMUTABLE STRICT SUPPORT archer_geo_support AS 'BEGIN RETURN $1 <@ $2; END';
+EXPLAIN (COSTS OFF)
+SELECT count(*) FROM named_t WHERE other.archer_within(p, '((10,10),(10,20),(20,20),(20,10))');
+ALTER FUNCTION public.archer_within(point, polygon) RENAME TO inside;
+EXPLAIN (COSTS OFF)
+SELECT count(*) FROM named_t WHERE inside(p, '((10,10),(10,20),(20,20),(20,10))');
+ALTER FUNCTION public.inside(point, polygon) RENAME TO archer_within;
+RESET enable_seqscan;
+DROP SCHEMA other CASCADE;
+DROP TABLE named_t;

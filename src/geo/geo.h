@@ -162,6 +162,9 @@ extern GeoRegion *geo_cap_region(GeoColumnKind kind, const ArcherCap *cap);
 extern GeoRegion *geo_polygon_region(GeoColumnKind kind, Datum polygon, bool known_valid);
 extern double geo_sphere_distance(double lat1, double lng1, double lat2, double lng2);
 extern GeoColumnKind geo_column_kind(Relation index);
+extern bool geo_type_column_kind(Oid typid, GeoColumnKind *kind);
+extern bool geo_type_is_cap(Oid typid);
+extern bool geo_search_operator_ok(int strategy, Oid opno);
 
 /* geo_regioncache.c: each backend's polygon regions and coverings */
 typedef struct GeoCachedRegion

@@ -148,12 +148,100 @@ geo_canreturn(Relation index, int attno)
 	return index->rd_index->indkey.values[attno - 1] != 0;
 }
 
-/* Operator class validation: strategies in range, ordering operators with a sort family */
+/*
+ * The right-hand type the scan reads a strategy's argument as (geo_scan.c:
+ * a cap, a polygon of the column's kind, a point of the column's type)
+ */
+static bool
+geo_strategy_right_type_ok(int strategy, GeoColumnKind kind, Oid coltype, Oid righttype)
+{
+	switch (strategy)
+	{
+		case GEO_STRATEGY_CAP:
+			return geo_type_is_cap(righttype);
+		case GEO_STRATEGY_REGION:
+			return righttype == (kind == GEO_COLUMN_POINT ? POLYGONOID : coltype);
+		case GEO_STRATEGY_DISTANCE:
+			return righttype == coltype;
+	}
+	return false;
+}
+
+/*
+ * Operator class validation: the shared checks (strategies in range,
+ * ordering operators returning float8 with a float8 sort family), then
+ * what the scan relies on: a type it can index, every operator on it with
+ * the right-hand type its strategy's argument is read as, search
+ * operators that are archer's predicates (geo_search_operator_ok), and all
+ * strategies present, since the planner would otherwise find no operator
+ * for the index conditions archer_geo_support makes.
+ */
 static bool
 geo_validate(Oid opclassoid)
 {
-	return archer_validate_opclass(opclassoid, "archer_geo", GEO_NSTRATEGIES,
-								   1u << GEO_STRATEGY_DISTANCE);
+	bool		valid = archer_validate_opclass(opclassoid, "archer_geo", GEO_NSTRATEGIES,
+												1u << GEO_STRATEGY_DISTANCE);
+	HeapTuple	classtup = SearchSysCache1(CLAOID, ObjectIdGetDatum(opclassoid));
+	Form_pg_opclass classform;
+	Oid			coltype;
+	GeoColumnKind kind;
+	CatCList   *oprlist;
+	uint32		strategies_seen = 0;
+
+	if (!HeapTupleIsValid(classtup))
+		elog(ERROR, "cache lookup failed for operator class %u", opclassoid);
+	classform = (Form_pg_opclass) GETSTRUCT(classtup);
+	coltype = classform->opcintype;
+	if (!geo_type_column_kind(coltype, &kind))
+	{
+		ereport(INFO,
+				(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
+				 errmsg("archer_geo operator class \"%s\" is for type %s, which archer_geo cannot index",
+						NameStr(classform->opcname), format_type_be(coltype))));
+		ReleaseSysCache(classtup);
+		return false;
+	}
+	oprlist = SearchSysCacheList1(AMOPSTRATEGY, ObjectIdGetDatum(classform->opcfamily));
+	for (int i = 0; i < oprlist->n_members; i++)
+	{
+		Form_pg_amop oprform = (Form_pg_amop) GETSTRUCT(&oprlist->members[i]->tuple);
+
+		/* a wrong operator is reported below, not also as a missing one */
+		if (oprform->amopstrategy >= 1 && oprform->amopstrategy <= GEO_NSTRATEGIES)
+			strategies_seen |= 1u << oprform->amopstrategy;
+		if (oprform->amoplefttype != coltype ||
+			!geo_strategy_right_type_ok(oprform->amopstrategy, kind, coltype,
+										oprform->amoprighttype))
+		{
+			ereport(INFO,
+					(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
+					 errmsg("archer_geo operator class \"%s\" has operator %s with strategy %d, which takes other types for a column of type %s",
+							NameStr(classform->opcname), format_operator(oprform->amopopr),
+							oprform->amopstrategy, format_type_be(coltype))));
+			valid = false;
+		}
+		else if (!geo_search_operator_ok(oprform->amopstrategy, oprform->amopopr))
+		{
+			ereport(INFO,
+					(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
+					 errmsg("archer_geo operator class \"%s\" has operator %s with strategy %d, which is not archer's predicate for it",
+							NameStr(classform->opcname), format_operator(oprform->amopopr),
+							oprform->amopstrategy)));
+			valid = false;
+		}
+	}
+	for (int strategy = 1; strategy <= GEO_NSTRATEGIES; strategy++)
+		if ((strategies_seen & (1u << strategy)) == 0)
+		{
+			ereport(INFO,
+					(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
+					 errmsg("archer_geo operator class \"%s\" has no operator for strategy %d",
+							NameStr(classform->opcname), strategy)));
+			valid = false;
+		}
+	ReleaseCatCacheList(oprlist);
+	ReleaseSysCache(classtup);
+	return valid;
 }
 
 Datum

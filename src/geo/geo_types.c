@@ -573,6 +573,60 @@ opfamily_is_archer_geo(Oid opfamily)
 	return method == get_index_am_oid("archer_geo", true);
 }
 
+/*
+ * Whether funcid is implemented by the C function impl of this library:
+ * how the planner hooks below tell our functions and types from others.
+ * Names would not do: a function or type of the same name in another
+ * schema, or a renamed one, is not ours, and ours may be renamed.
+ */
+static bool
+function_runs(Oid funcid, PGFunction impl)
+{
+	FmgrInfo	flinfo;
+
+	if (!OidIsValid(funcid))
+		return false;
+	fmgr_info(funcid, &flinfo);
+	return flinfo.fn_addr == impl;
+}
+
+/*
+ * Whether opno is archer's predicate for a search strategy: the scan
+ * answers exactly that predicate (geodesic caps and polygon edges) and
+ * marks most rows as needing no recheck, so another operator with the
+ * same types (core's <@ on point and polygon is planar) would get wrong
+ * answers.
+ */
+bool
+geo_search_operator_ok(int strategy, Oid opno)
+{
+	Oid			funcid = get_opcode(opno);
+
+	if (strategy == GEO_STRATEGY_CAP)
+		return function_runs(funcid, archer_point_in_cap) ||
+			function_runs(funcid, archer_geography_in_cap) ||
+			function_runs(funcid, archer_geometry_in_cap);
+	if (strategy == GEO_STRATEGY_REGION)
+		return function_runs(funcid, archer_within_point) ||
+			function_runs(funcid, archer_within_geography) ||
+			function_runs(funcid, archer_within_geometry);
+	return true;
+}
+
+/* Whether typid is archer_cap (by its input function) */
+bool
+geo_type_is_cap(Oid typid)
+{
+	HeapTuple	tuple = SearchSysCache1(TYPEOID, ObjectIdGetDatum(typid));
+	Oid			input;
+
+	if (!HeapTupleIsValid(tuple))
+		return false;
+	input = ((Form_pg_type) GETSTRUCT(tuple))->typinput;
+	ReleaseSysCache(tuple);
+	return function_runs(input, archer_cap_in);
+}
+
 Datum
 archer_geo_support(PG_FUNCTION_ARGS)
 {
@@ -581,16 +635,20 @@ archer_geo_support(PG_FUNCTION_ARGS)
 	if (IsA(rawreq, SupportRequestIndexCondition))
 	{
 		SupportRequestIndexCondition *req = (SupportRequestIndexCondition *) rawreq;
-		char	   *funcname;
 		List	   *args;
 
 		if (!is_funcclause(req->node) || !opfamily_is_archer_geo(req->opfamily))
 			PG_RETURN_POINTER(NULL);
 		args = ((FuncExpr *) req->node)->args;
-		funcname = get_func_name(req->funcid);
-		if (strcmp(funcname, "archer_dwithin") == 0 && list_length(args) >= 3)
+		if (list_length(args) >= 3 &&
+			(function_runs(req->funcid, archer_dwithin_point) ||
+			 function_runs(req->funcid, archer_dwithin_geography) ||
+			 function_runs(req->funcid, archer_dwithin_geometry)))
 			PG_RETURN_POINTER(dwithin_index_condition(req, args));
-		if (strcmp(funcname, "archer_within") == 0 && list_length(args) == 2)
+		if (list_length(args) == 2 &&
+			(function_runs(req->funcid, archer_within_point) ||
+			 function_runs(req->funcid, archer_within_geography) ||
+			 function_runs(req->funcid, archer_within_geometry)))
 			PG_RETURN_POINTER(within_index_condition(req, args));
 	}
 	PG_RETURN_POINTER(NULL);
@@ -611,9 +669,14 @@ archer_geo_restrict(PG_FUNCTION_ARGS)
 	VariableStatData vardata;
 	Node	   *other;
 	bool		varonleft;
-	bool		is_cap = get_opcode(operator) != InvalidOid &&
-		strcmp(get_opname(operator), "<@") == 0;
-	double		selec = is_cap ? GEO_DEFAULT_SEL_CAP : GEO_DEFAULT_SEL_REGION;
+	Oid			lefttype;
+	Oid			righttype;
+	bool		is_cap;
+	double		selec;
+
+	op_input_types(operator, &lefttype, &righttype);
+	is_cap = geo_type_is_cap(righttype);
+	selec = is_cap ? GEO_DEFAULT_SEL_CAP : GEO_DEFAULT_SEL_REGION;
 
 	if (!get_restriction_variable(root, args, varRelid, &vardata, &other, &varonleft))
 		PG_RETURN_FLOAT8(selec);
@@ -643,6 +706,21 @@ archer_geo_restrict(PG_FUNCTION_ARGS)
 }
 
 /*
+ * What a column of type typid holds, if archer_geo can index it: by type
+ * OID, so that a type of PostGIS's name in another schema is not PostGIS's
+ */
+bool
+geo_type_column_kind(Oid typid, GeoColumnKind *kind)
+{
+	if (typid == POINTOID)
+	{
+		*kind = GEO_COLUMN_POINT;
+		return true;
+	}
+	return geo_postgis_column_kind(typid, kind);
+}
+
+/*
  * What the indexed column holds, from the operator class's input type;
  * cached in rd_amcache since inserts ask for every row.
  */
@@ -655,10 +733,7 @@ geo_column_kind(Relation index)
 	if (index->rd_amcache != NULL)
 		return *(GeoColumnKind *) index->rd_amcache;
 
-	/* by type OID: a type of PostGIS's name in another schema is not PostGIS's */
-	if (typid == POINTOID)
-		kind = GEO_COLUMN_POINT;
-	else if (!geo_postgis_column_kind(typid, &kind))
+	if (!geo_type_column_kind(typid, &kind))
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("archer_geo cannot index type %s", format_type_be(typid))));

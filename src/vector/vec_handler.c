@@ -15,6 +15,7 @@
 #include "access/stratnum.h"
 #include "catalog/pg_amop.h"
 #include "catalog/pg_opclass.h"
+#include "catalog/pg_opfamily.h"
 #include "catalog/pg_type.h"
 #include "commands/vacuum.h"
 #include "nodes/pathnodes.h"
@@ -254,6 +255,65 @@ vec_validate_metric_operator(Oid opclassoid, Oid type)
 	return result;
 }
 
+static bool
+is_filter_type(Oid type)
+{
+	return type == INT2OID || type == INT4OID || type == INT8OID;
+}
+
+/*
+ * The scan compares a filter column's value with a condition's as two
+ * int64 by the condition's strategy, read as btree's (vec_filters_match):
+ * so each operator of a filter class's family must be the operator of that
+ * strategy in btree's integer family, and the class's own type needs all
+ * five, or the planner finds no operator for some conditions.
+ */
+static bool
+vec_validate_filter_operators(Oid opclassoid, Oid type)
+{
+	HeapTuple	classtup = SearchSysCache1(CLAOID, ObjectIdGetDatum(opclassoid));
+	Form_pg_opclass classform;
+	CatCList   *oprlist;
+	uint32		strategies_seen = 0;
+	bool		result = true;
+
+	if (!HeapTupleIsValid(classtup))
+		elog(ERROR, "cache lookup failed for operator class %u", opclassoid);
+	classform = (Form_pg_opclass) GETSTRUCT(classtup);
+	oprlist = SearchSysCacheList1(AMOPSTRATEGY, ObjectIdGetDatum(classform->opcfamily));
+	for (int i = 0; i < oprlist->n_members; i++)
+	{
+		Form_pg_amop oprform = (Form_pg_amop) GETSTRUCT(&oprlist->members[i]->tuple);
+
+		/* a wrong operator is reported below, not also as a missing one */
+		if (oprform->amoplefttype == type && oprform->amoprighttype == type &&
+			oprform->amopstrategy >= 1 && oprform->amopstrategy <= VEC_FILTER_STRATEGIES)
+			strategies_seen |= 1u << oprform->amopstrategy;
+		if (get_op_opfamily_strategy(oprform->amopopr, INTEGER_BTREE_FAM_OID) !=
+			oprform->amopstrategy)
+		{
+			ereport(INFO,
+					(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
+					 errmsg("archer_vector operator class \"%s\" has operator %s with strategy %d, which is not btree's integer comparison of that number",
+							NameStr(classform->opcname), format_operator(oprform->amopopr),
+							oprform->amopstrategy)));
+			result = false;
+		}
+	}
+	for (int strategy = 1; strategy <= VEC_FILTER_STRATEGIES; strategy++)
+		if ((strategies_seen & (1u << strategy)) == 0)
+		{
+			ereport(INFO,
+					(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
+					 errmsg("archer_vector operator class \"%s\" has no operator for strategy %d on type %s",
+							NameStr(classform->opcname), strategy, format_type_be(type))));
+			result = false;
+		}
+	ReleaseCatCacheList(oprlist);
+	ReleaseSysCache(classtup);
+	return result;
+}
+
 /*
  * Vector operator classes have one ordering operator, the metric's; filter
  * operator classes (integer types) btree's five comparison operators.
@@ -264,8 +324,11 @@ vec_validate(Oid opclassoid)
 	Oid			type = get_opclass_input_type(opclassoid);
 	bool		valid;
 
-	if (type == INT2OID || type == INT4OID || type == INT8OID)
-		return archer_validate_opclass(opclassoid, "archer_vector", VEC_FILTER_STRATEGIES, 0);
+	if (is_filter_type(type))
+	{
+		valid = archer_validate_opclass(opclassoid, "archer_vector", VEC_FILTER_STRATEGIES, 0);
+		return vec_validate_filter_operators(opclassoid, type) && valid;
+	}
 	valid = archer_validate_opclass(opclassoid, "archer_vector", VEC_NSTRATEGIES,
 									(1u << VEC_METRIC_L2) | (1u << VEC_METRIC_IP) | (1u << VEC_METRIC_COSINE));
 	return vec_validate_metric_operator(opclassoid, type) && valid;
