@@ -80,6 +80,15 @@ BEGIN
     RETURN (plan -> 0 -> 'Plan' -> 'Plans' -> 0 ->> 'Startup Cost')::float8;
 END $$;
 SELECT pc_vec_startup('pc_vec_m48') / pc_vec_startup('pc_vec_m4') BETWEEN 12 AND 20 AS startup_follows_m;
+-- the m the graph was built with (its meta page), not the option: ALTER
+-- INDEX SET (m) changes the graph only at the next REINDEX
+CREATE TABLE pc_vec_startups AS SELECT pc_vec_startup('pc_vec_m4') AS built;
+ALTER INDEX pc_vec_m4_v SET (m = 48);
+SELECT pc_vec_startup('pc_vec_m4') = built AS startup_follows_built_m FROM pc_vec_startups;
+REINDEX INDEX pc_vec_m4_v;
+SELECT pc_vec_startup('pc_vec_m4') / built BETWEEN 12 AND 20 AS startup_follows_reindexed_m
+FROM pc_vec_startups;
+DROP TABLE pc_vec_startups;
 DROP FUNCTION pc_vec_startup(text);
 DROP TABLE pc_vec_m4, pc_vec_m48;
 

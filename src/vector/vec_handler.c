@@ -144,13 +144,17 @@ walk_selectivity(PlannerInfo *root, IndexPath *path, Selectivity all)
 	return clauselist_selectivity(root, others, index->rel->relid, JOIN_INNER, NULL);
 }
 
-/* The index's m, from its options (no page read: planning never fails on a damaged index) */
+/*
+ * The m the index's graph was built with, from its meta page: ALTER INDEX
+ * SET (m = ...) changes the option, not the graph, until a REINDEX.  A
+ * damaged meta page fails planning with ERRCODE_INDEX_CORRUPTED, as a
+ * damaged btree meta page does.
+ */
 static int
 index_m(Oid indexoid)
 {
 	Relation	index = index_open(indexoid, NoLock);
-	VecOptions *options = (VecOptions *) index->rd_options;
-	int			m = options ? options->m : VEC_DEFAULT_M;
+	int			m = vec_index_info(index)->m;
 
 	index_close(index, NoLock);
 	return m;
