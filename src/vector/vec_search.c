@@ -552,12 +552,16 @@ vec_search_layer(Relation index, const VecIndexInfo *info, const VecQuery *query
 	return nfound;
 }
 
-/* Copy a node's code out of its page */
+/*
+ * Copy a node's code out of its page.  Inserts read many (each neighbour
+ * whose full list a new node may enter reads its list's codes), from the
+ * pages their search just read: through the recent buffers, as the search.
+ */
 uint8
 vec_copy_node_code(Relation index, const VecIndexInfo *info, ItemPointer tid, uint8 *code)
 {
 	BlockNumber blkno = ItemPointerGetBlockNumber(tid);
-	Buffer		buf = archer_read_page(index, blkno, BUFFER_LOCK_SHARE, ARCHER_VEC_PAGE_ID);
+	Buffer		buf = read_node_page(index, info, blkno);
 	VecNodeHeader *node = vec_page_node(index, BufferGetPage(buf), blkno,
 										ItemPointerGetOffsetNumber(tid), info);
 	uint8		flags = node->flags;
