@@ -22,6 +22,7 @@
 #include "commands/vacuum.h"
 #include "miscadmin.h"
 #include "optimizer/optimizer.h"
+#include "utils/builtins.h"
 #include "utils/catcache.h"
 #include "utils/lsyscache.h"
 #include "utils/regproc.h"
@@ -134,6 +135,72 @@ operator_result_ok(Form_pg_amop oprform)
 	return sorts_float8;
 }
 
+/* Open an operator class for validation: its name, type and family's operators */
+void
+archer_opclass_open(Oid opclassoid, const char *amname, ArcherOpclass *opclass)
+{
+	Form_pg_opclass classform;
+
+	opclass->classtup = SearchSysCache1(CLAOID, ObjectIdGetDatum(opclassoid));
+	if (!HeapTupleIsValid(opclass->classtup))
+		elog(ERROR, "cache lookup failed for operator class %u", opclassoid);
+	classform = (Form_pg_opclass) GETSTRUCT(opclass->classtup);
+	opclass->amname = amname;
+	opclass->name = NameStr(classform->opcname);
+	opclass->type = classform->opcintype;
+	opclass->oprlist = SearchSysCacheList1(AMOPSTRATEGY, ObjectIdGetDatum(classform->opcfamily));
+	opclass->noperators = opclass->oprlist->n_members;
+}
+
+/* Operator i of the class's family */
+Form_pg_amop
+archer_opclass_operator(const ArcherOpclass *opclass, int i)
+{
+	return (Form_pg_amop) GETSTRUCT(&opclass->oprlist->members[i]->tuple);
+}
+
+void
+archer_opclass_close(ArcherOpclass *opclass)
+{
+	ReleaseCatCacheList(opclass->oprlist);
+	ReleaseSysCache(opclass->classtup);
+}
+
+/*
+ * Report a problem with one operator of the class, as amvalidate does (an
+ * INFO); returns false, for the caller's verdict.  problem follows the
+ * strategy number: " and ..." or ", which ...".
+ */
+bool
+archer_opclass_report(const ArcherOpclass *opclass, Form_pg_amop oprform, const char *problem)
+{
+	ereport(INFO,
+			(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
+			 errmsg("%s operator class \"%s\" has operator %s with strategy %d%s",
+					opclass->amname, opclass->name, format_operator(oprform->amopopr),
+					oprform->amopstrategy, problem)));
+	return false;
+}
+
+/* Report every strategy in 1..nstrategies not in the seen mask; false if any */
+bool
+archer_opclass_strategies_present(const ArcherOpclass *opclass, uint32 seen, int nstrategies)
+{
+	bool		result = true;
+
+	for (int strategy = 1; strategy <= nstrategies; strategy++)
+		if ((seen & (1u << strategy)) == 0)
+		{
+			ereport(INFO,
+					(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
+					 errmsg("%s operator class \"%s\" has no operator for strategy %d on type %s",
+							opclass->amname, opclass->name, strategy,
+							format_type_be(opclass->type))));
+			result = false;
+		}
+	return result;
+}
+
 /*
  * Operator class validation shared by the access methods: every operator
  * has a strategy in 1..nstrategies, is an ordering operator exactly when
@@ -146,42 +213,24 @@ archer_validate_opclass(Oid opclassoid, const char *amname, int nstrategies,
 						uint32 ordering_strategies)
 {
 	bool		result = true;
-	HeapTuple	classtup = SearchSysCache1(CLAOID, ObjectIdGetDatum(opclassoid));
-	Form_pg_opclass classform;
-	CatCList   *oprlist;
+	ArcherOpclass opclass;
 
-	if (!HeapTupleIsValid(classtup))
-		elog(ERROR, "cache lookup failed for operator class %u", opclassoid);
-	classform = (Form_pg_opclass) GETSTRUCT(classtup);
-	oprlist = SearchSysCacheList1(AMOPSTRATEGY, ObjectIdGetDatum(classform->opcfamily));
-	for (int i = 0; i < oprlist->n_members; i++)
+	archer_opclass_open(opclassoid, amname, &opclass);
+	for (int i = 0; i < opclass.noperators; i++)
 	{
-		Form_pg_amop oprform = (Form_pg_amop) GETSTRUCT(&oprlist->members[i]->tuple);
+		Form_pg_amop oprform = archer_opclass_operator(&opclass, i);
 		int			strategy = oprform->amopstrategy;
 		bool		ordering = strategy >= 1 && strategy <= nstrategies &&
 			(ordering_strategies & (1u << strategy)) != 0;
 
 		if (strategy < 1 || strategy > nstrategies ||
 			(oprform->amoppurpose == AMOP_ORDER) != ordering)
-		{
-			ereport(INFO,
-					(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
-					 errmsg("%s operator class \"%s\" has operator %s with strategy %d and the wrong purpose or number",
-							amname, NameStr(classform->opcname),
-							format_operator(oprform->amopopr), strategy)));
-			result = false;
-		}
+			result = archer_opclass_report(&opclass, oprform,
+										   " and the wrong purpose or number");
 		else if (!operator_result_ok(oprform))
-		{
-			ereport(INFO,
-					(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
-					 errmsg("%s operator class \"%s\" has operator %s with strategy %d, which returns the wrong type or sorts by the wrong family",
-							amname, NameStr(classform->opcname),
-							format_operator(oprform->amopopr), strategy)));
-			result = false;
-		}
+			result = archer_opclass_report(&opclass, oprform,
+										   ", which returns the wrong type or sorts by the wrong family");
 	}
-	ReleaseCatCacheList(oprlist);
-	ReleaseSysCache(classtup);
+	archer_opclass_close(&opclass);
 	return result;
 }

@@ -41,9 +41,11 @@
 #include "access/amapi.h"
 #include "datatype/timestamp.h"
 #include "access/genam.h"
+#include "catalog/pg_amop.h"
 #include "storage/bufmgr.h"
 #include "storage/bufpage.h"
 #include "storage/itemptr.h"
+#include "utils/catcache.h"
 #include "utils/rel.h"
 
 #include "compat.h"
@@ -225,6 +227,25 @@ extern void archer_write_init_fork_page(Relation index, BlockNumber blkno, Page 
 extern IndexAmRoutine *archer_am_routine(int nstrategies);
 extern bool archer_validate_opclass(Oid opclassoid, const char *amname, int nstrategies,
 									uint32 ordering_strategies);
+
+/* an operator class being validated (archer_opclass_open) */
+typedef struct ArcherOpclass
+{
+	const char *amname;
+	const char *name;
+	Oid			type;			/* the class's input type */
+	int			noperators;		/* in the class's family */
+	HeapTuple	classtup;
+	CatCList   *oprlist;
+} ArcherOpclass;
+
+extern void archer_opclass_open(Oid opclassoid, const char *amname, ArcherOpclass *opclass);
+extern Form_pg_amop archer_opclass_operator(const ArcherOpclass *opclass, int i);
+extern void archer_opclass_close(ArcherOpclass *opclass);
+extern bool archer_opclass_report(const ArcherOpclass *opclass, Form_pg_amop oprform,
+								  const char *problem);
+extern bool archer_opclass_strategies_present(const ArcherOpclass *opclass, uint32 seen,
+											  int nstrategies);
 extern int	archer_build_workers(Relation heap, Relation index);
 extern void archer_set_empty_itup(IndexScanDesc scan);
 

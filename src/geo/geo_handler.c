@@ -181,66 +181,38 @@ geo_validate(Oid opclassoid)
 {
 	bool		valid = archer_validate_opclass(opclassoid, "archer_geo", GEO_NSTRATEGIES,
 												1u << GEO_STRATEGY_DISTANCE);
-	HeapTuple	classtup = SearchSysCache1(CLAOID, ObjectIdGetDatum(opclassoid));
-	Form_pg_opclass classform;
-	Oid			coltype;
+	ArcherOpclass opclass;
 	GeoColumnKind kind;
-	CatCList   *oprlist;
 	uint32		strategies_seen = 0;
 
-	if (!HeapTupleIsValid(classtup))
-		elog(ERROR, "cache lookup failed for operator class %u", opclassoid);
-	classform = (Form_pg_opclass) GETSTRUCT(classtup);
-	coltype = classform->opcintype;
-	if (!geo_type_column_kind(coltype, &kind))
+	archer_opclass_open(opclassoid, "archer_geo", &opclass);
+	if (!geo_type_column_kind(opclass.type, &kind))
 	{
 		ereport(INFO,
 				(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
 				 errmsg("archer_geo operator class \"%s\" is for type %s, which archer_geo cannot index",
-						NameStr(classform->opcname), format_type_be(coltype))));
-		ReleaseSysCache(classtup);
+						opclass.name, format_type_be(opclass.type))));
+		archer_opclass_close(&opclass);
 		return false;
 	}
-	oprlist = SearchSysCacheList1(AMOPSTRATEGY, ObjectIdGetDatum(classform->opcfamily));
-	for (int i = 0; i < oprlist->n_members; i++)
+	for (int i = 0; i < opclass.noperators; i++)
 	{
-		Form_pg_amop oprform = (Form_pg_amop) GETSTRUCT(&oprlist->members[i]->tuple);
+		Form_pg_amop oprform = archer_opclass_operator(&opclass, i);
 
 		/* a wrong operator is reported below, not also as a missing one */
 		if (oprform->amopstrategy >= 1 && oprform->amopstrategy <= GEO_NSTRATEGIES)
 			strategies_seen |= 1u << oprform->amopstrategy;
-		if (oprform->amoplefttype != coltype ||
-			!geo_strategy_right_type_ok(oprform->amopstrategy, kind, coltype,
+		if (oprform->amoplefttype != opclass.type ||
+			!geo_strategy_right_type_ok(oprform->amopstrategy, kind, opclass.type,
 										oprform->amoprighttype))
-		{
-			ereport(INFO,
-					(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
-					 errmsg("archer_geo operator class \"%s\" has operator %s with strategy %d, which takes other types for a column of type %s",
-							NameStr(classform->opcname), format_operator(oprform->amopopr),
-							oprform->amopstrategy, format_type_be(coltype))));
-			valid = false;
-		}
+			valid = archer_opclass_report(&opclass, oprform,
+										  ", which takes other types than the scan reads for this column");
 		else if (!geo_search_operator_ok(oprform->amopstrategy, oprform->amopopr))
-		{
-			ereport(INFO,
-					(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
-					 errmsg("archer_geo operator class \"%s\" has operator %s with strategy %d, which is not archer's predicate for it",
-							NameStr(classform->opcname), format_operator(oprform->amopopr),
-							oprform->amopstrategy)));
-			valid = false;
-		}
+			valid = archer_opclass_report(&opclass, oprform,
+										  ", which is not archer's predicate for it");
 	}
-	for (int strategy = 1; strategy <= GEO_NSTRATEGIES; strategy++)
-		if ((strategies_seen & (1u << strategy)) == 0)
-		{
-			ereport(INFO,
-					(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
-					 errmsg("archer_geo operator class \"%s\" has no operator for strategy %d",
-							NameStr(classform->opcname), strategy)));
-			valid = false;
-		}
-	ReleaseCatCacheList(oprlist);
-	ReleaseSysCache(classtup);
+	valid = archer_opclass_strategies_present(&opclass, strategies_seen, GEO_NSTRATEGIES) && valid;
+	archer_opclass_close(&opclass);
 	return valid;
 }
 

@@ -225,37 +225,25 @@ vec_costestimate(PlannerInfo *root, IndexPath *path, double loop_count,
 static bool
 vec_validate_metric_operator(Oid opclassoid, Oid type)
 {
-	HeapTuple	classtup = SearchSysCache1(CLAOID, ObjectIdGetDatum(opclassoid));
-	Form_pg_opclass classform;
-	CatCList   *oprlist;
+	ArcherOpclass opclass;
 	bool		result;
 
-	if (!HeapTupleIsValid(classtup))
-		elog(ERROR, "cache lookup failed for operator class %u", opclassoid);
-	classform = (Form_pg_opclass) GETSTRUCT(classtup);
-	oprlist = SearchSysCacheList1(AMOPSTRATEGY, ObjectIdGetDatum(classform->opcfamily));
-	result = oprlist->n_members == 1;
+	archer_opclass_open(opclassoid, "archer_vector", &opclass);
+	result = opclass.noperators == 1;
 	if (!result)
 		ereport(INFO,
 				(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
 				 errmsg("archer_vector operator class \"%s\" has %d operators, not the one distance operator of its metric",
-						NameStr(classform->opcname), oprlist->n_members)));
-	for (int i = 0; i < oprlist->n_members; i++)
+						opclass.name, opclass.noperators)));
+	for (int i = 0; i < opclass.noperators; i++)
 	{
-		Form_pg_amop oprform = (Form_pg_amop) GETSTRUCT(&oprlist->members[i]->tuple);
+		Form_pg_amop oprform = archer_opclass_operator(&opclass, i);
 
 		if (oprform->amoplefttype != type || oprform->amoprighttype != type)
-		{
-			ereport(INFO,
-					(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
-					 errmsg("archer_vector operator class \"%s\" has operator %s, not on two values of type %s",
-							NameStr(classform->opcname), format_operator(oprform->amopopr),
-							format_type_be(type))));
-			result = false;
-		}
+			result = archer_opclass_report(&opclass, oprform,
+										   ", which does not take two values of the class's type");
 	}
-	ReleaseCatCacheList(oprlist);
-	ReleaseSysCache(classtup);
+	archer_opclass_close(&opclass);
 	return result;
 }
 
@@ -275,19 +263,14 @@ is_filter_type(Oid type)
 static bool
 vec_validate_filter_operators(Oid opclassoid, Oid type)
 {
-	HeapTuple	classtup = SearchSysCache1(CLAOID, ObjectIdGetDatum(opclassoid));
-	Form_pg_opclass classform;
-	CatCList   *oprlist;
+	ArcherOpclass opclass;
 	uint32		strategies_seen = 0;
 	bool		result = true;
 
-	if (!HeapTupleIsValid(classtup))
-		elog(ERROR, "cache lookup failed for operator class %u", opclassoid);
-	classform = (Form_pg_opclass) GETSTRUCT(classtup);
-	oprlist = SearchSysCacheList1(AMOPSTRATEGY, ObjectIdGetDatum(classform->opcfamily));
-	for (int i = 0; i < oprlist->n_members; i++)
+	archer_opclass_open(opclassoid, "archer_vector", &opclass);
+	for (int i = 0; i < opclass.noperators; i++)
 	{
-		Form_pg_amop oprform = (Form_pg_amop) GETSTRUCT(&oprlist->members[i]->tuple);
+		Form_pg_amop oprform = archer_opclass_operator(&opclass, i);
 
 		/* a wrong operator is reported below, not also as a missing one */
 		if (oprform->amoplefttype == type && oprform->amoprighttype == type &&
@@ -295,26 +278,12 @@ vec_validate_filter_operators(Oid opclassoid, Oid type)
 			strategies_seen |= 1u << oprform->amopstrategy;
 		if (get_op_opfamily_strategy(oprform->amopopr, INTEGER_BTREE_FAM_OID) !=
 			oprform->amopstrategy)
-		{
-			ereport(INFO,
-					(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
-					 errmsg("archer_vector operator class \"%s\" has operator %s with strategy %d, which is not btree's integer comparison of that number",
-							NameStr(classform->opcname), format_operator(oprform->amopopr),
-							oprform->amopstrategy)));
-			result = false;
-		}
+			result = archer_opclass_report(&opclass, oprform,
+										   ", which is not btree's integer comparison of that number");
 	}
-	for (int strategy = 1; strategy <= VEC_FILTER_STRATEGIES; strategy++)
-		if ((strategies_seen & (1u << strategy)) == 0)
-		{
-			ereport(INFO,
-					(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
-					 errmsg("archer_vector operator class \"%s\" has no operator for strategy %d on type %s",
-							NameStr(classform->opcname), strategy, format_type_be(type))));
-			result = false;
-		}
-	ReleaseCatCacheList(oprlist);
-	ReleaseSysCache(classtup);
+	result = archer_opclass_strategies_present(&opclass, strategies_seen,
+											   VEC_FILTER_STRATEGIES) && result;
+	archer_opclass_close(&opclass);
 	return result;
 }
 
