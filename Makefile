@@ -31,6 +31,8 @@ OBJS = \
 	src/geo/geo_insert.o \
 	src/geo/geo_regioncache.o \
 	src/geo/geo_scan.o \
+	src/geo/geo_knn.o \
+	src/geo/geo_itup.o \
 	src/geo/geo_vacuum.o \
 	src/geo/geo_visibility.o \
 	src/geo/geo_verify.o \

@@ -299,7 +299,7 @@ extern void geo_buffer_vacuum_end(Relation index);
 extern GeoLeafEntry *geo_buffer_collect(Relation index, int *nentries,
 										 GeoVisibility *vis);
 
-/* geo_scan.c */
+/* geo_scan.c (with geo_knn.c and geo_itup.c, sharing geo_scan.h) */
 extern int	archer_geo_max_cells;
 extern void geo_scan_define_settings(void);
 extern IndexScanDesc geo_beginscan(Relation index, int nkeys, int norderbys);
