@@ -52,6 +52,20 @@ CREATE OPERATOR CLASS bad_geo_sort FOR TYPE point USING archer_geo AS
 	OPERATOR 1 <@ (point, archer_cap),
 	OPERATOR 2 <@@ (point, polygon),
 	OPERATOR 3 <-> (point, point) FOR ORDER BY integer_ops;
+-- a boolean as an ordering operator (core refuses search operators that
+-- return anything but a boolean)
+CREATE OPERATOR CLASS bad_geo_result FOR TYPE point USING archer_geo AS
+	OPERATOR 1 <@ (point, archer_cap),
+	OPERATOR 2 <@@ (point, polygon),
+	OPERATOR 3 ~= (point, point) FOR ORDER BY float_ops;
+-- a cap operator that is not archer's predicate
+CREATE FUNCTION fake_in_cap(point, archer_cap) RETURNS boolean
+	LANGUAGE plpgsql IMMUTABLE STRICT AS 'BEGIN RETURN true; END';
+CREATE OPERATOR @<< (LEFTARG = point, RIGHTARG = archer_cap, FUNCTION = fake_in_cap);
+CREATE OPERATOR CLASS bad_geo_fake_cap FOR TYPE point USING archer_geo AS
+	OPERATOR 1 @<< (point, archer_cap),
+	OPERATOR 2 <@@ (point, polygon),
+	OPERATOR 3 <-> (point, point) FOR ORDER BY float_ops;
 -- archer_vector filter classes: an operator that is not btree's of its
 -- number (the scan applies strategy 1 as <), and a class missing some
 CREATE OPERATOR CLASS bad_filter_swapped FOR TYPE integer USING archer_vector AS
@@ -73,6 +87,8 @@ SELECT amvalidate(oid) FROM pg_opclass WHERE opcname = 'bad_geo_incomplete';
 SELECT amvalidate(oid) FROM pg_opclass WHERE opcname = 'bad_geo_right_type';
 SELECT amvalidate(oid) FROM pg_opclass WHERE opcname = 'bad_geo_planar';
 SELECT amvalidate(oid) FROM pg_opclass WHERE opcname = 'bad_geo_sort';
+SELECT amvalidate(oid) FROM pg_opclass WHERE opcname = 'bad_geo_result';
+SELECT amvalidate(oid) FROM pg_opclass WHERE opcname = 'bad_geo_fake_cap';
 SELECT amvalidate(oid) FROM pg_opclass WHERE opcname = 'bad_filter_swapped';
 SELECT amvalidate(oid) FROM pg_opclass WHERE opcname = 'bad_filter_incomplete';
 DROP OPERATOR CLASS bad_none USING archer_vector;
@@ -86,6 +102,10 @@ DROP OPERATOR CLASS bad_geo_incomplete USING archer_geo;
 DROP OPERATOR CLASS bad_geo_right_type USING archer_geo;
 DROP OPERATOR CLASS bad_geo_planar USING archer_geo;
 DROP OPERATOR CLASS bad_geo_sort USING archer_geo;
+DROP OPERATOR CLASS bad_geo_result USING archer_geo;
+DROP OPERATOR CLASS bad_geo_fake_cap USING archer_geo;
+DROP OPERATOR @<< (point, archer_cap);
+DROP FUNCTION fake_in_cap(point, archer_cap);
 DROP OPERATOR CLASS bad_filter_swapped USING archer_vector;
 DROP OPERATOR CLASS bad_filter_incomplete USING archer_vector;
 -- the shipped classes stay valid
@@ -121,6 +141,28 @@ ALTER FUNCTION public.archer_within(point, polygon) RENAME TO inside;
 EXPLAIN (COSTS OFF)
 SELECT count(*) FROM named_t WHERE inside(p, '((10,10),(10,20),(20,20),(20,10))');
 ALTER FUNCTION public.inside(point, polygon) RENAME TO archer_within;
+-- nor by fmgr's address, which for a function with SET options is fmgr's
+-- wrapper
+ALTER FUNCTION public.archer_within(point, polygon) SET search_path = public;
+EXPLAIN (COSTS OFF)
+SELECT count(*) FROM named_t WHERE archer_within(p, '((10,10),(10,20),(20,20),(20,10))');
+ALTER FUNCTION public.archer_within(point, polygon) RESET search_path;
+-- archer_geo_restrict knows a cap by its type, not by the operator's name:
+-- an operator of another name on archer's cap predicate gets the cap's
+-- estimate (a small radius, a few rows), not a polygon's
+CREATE OPERATOR <<@ (LEFTARG = point, RIGHTARG = archer_cap, FUNCTION = archer_in_cap,
+	RESTRICT = archer_geo_restrict);
+CREATE FUNCTION named_rows(q text) RETURNS float8 LANGUAGE plpgsql AS $$
+DECLARE
+	plan json;
+BEGIN
+	EXECUTE 'EXPLAIN (FORMAT JSON) ' || q INTO plan;
+	RETURN (plan -> 0 -> 'Plan' ->> 'Plan Rows')::float8;
+END $$;
+SELECT named_rows('SELECT * FROM named_t WHERE p <<@ archer_cap(point(10, 10), 1000)') =
+	named_rows('SELECT * FROM named_t WHERE p <@ archer_cap(point(10, 10), 1000)') AS same_estimate;
+DROP FUNCTION named_rows(text);
+DROP OPERATOR <<@ (point, archer_cap);
 RESET enable_seqscan;
 DROP SCHEMA other CASCADE;
 DROP TABLE named_t;

@@ -76,7 +76,7 @@ archer_am_routine(int nstrategies)
  * planner still offers one when a query needs no column of the table at
  * all (SELECT count(*) FROM t): no condition, hence no recheck, and no
  * value needed, so a tuple with NULL columns will do.  (archer_geo returns
- * its column, see geo_scan.c.)
+ * its column, see geo_itup.c.)
  */
 void
 archer_set_empty_itup(IndexScanDesc scan)
@@ -108,20 +108,17 @@ archer_build_workers(Relation heap, Relation index)
 }
 
 /*
- * Whether an operator of an operator class returns what its purpose needs:
- * a search operator a boolean, an ordering operator a float8 distance (the
- * scans hand out distances as float8) with a btree sort family that orders
- * float8, which the executor sorts and compares them by.
+ * Whether an ordering operator returns a float8 distance (the scans hand
+ * out distances as float8) with a btree sort family that orders float8,
+ * which the executor sorts and compares them by.  (Core refuses search
+ * operators that return anything but a boolean.)
  */
 static bool
-operator_result_ok(Form_pg_amop oprform)
+ordering_result_ok(Form_pg_amop oprform)
 {
 	HeapTuple	familytup;
 	bool		sorts_float8;
 
-	if (oprform->amoppurpose != AMOP_ORDER)
-		return check_amop_signature(oprform->amopopr, BOOLOID,
-									oprform->amoplefttype, oprform->amoprighttype);
 	if (!check_amop_signature(oprform->amopopr, FLOAT8OID,
 							  oprform->amoplefttype, oprform->amoprighttype))
 		return false;
@@ -204,8 +201,8 @@ archer_opclass_strategies_present(const ArcherOpclass *opclass, uint32 seen, int
 /*
  * Operator class validation shared by the access methods: every operator
  * has a strategy in 1..nstrategies, is an ordering operator exactly when
- * its strategy's bit is set in ordering_strategies, and returns what its
- * purpose needs (operator_result_ok).  Problems are reported as INFO, as
+ * its strategy's bit is set in ordering_strategies, and then returns a
+ * float8 sorted by a float8 family (ordering_result_ok).  Problems are reported as INFO, as
  * amvalidate does.
  */
 bool
@@ -227,7 +224,7 @@ archer_validate_opclass(Oid opclassoid, const char *amname, int nstrategies,
 			(oprform->amoppurpose == AMOP_ORDER) != ordering)
 			result = archer_opclass_report(&opclass, oprform,
 										   " and the wrong purpose or number");
-		else if (!operator_result_ok(oprform))
+		else if (ordering && !ordering_result_ok(oprform))
 			result = archer_opclass_report(&opclass, oprform,
 										   ", which returns the wrong type or sorts by the wrong family");
 	}

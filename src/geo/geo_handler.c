@@ -199,9 +199,11 @@ geo_validate(Oid opclassoid)
 	{
 		Form_pg_amop oprform = archer_opclass_operator(&opclass, i);
 
+		/* out of range: archer_validate_opclass reported it */
+		if (oprform->amopstrategy < 1 || oprform->amopstrategy > GEO_NSTRATEGIES)
+			continue;
 		/* a wrong operator is reported below, not also as a missing one */
-		if (oprform->amopstrategy >= 1 && oprform->amopstrategy <= GEO_NSTRATEGIES)
-			strategies_seen |= 1u << oprform->amopstrategy;
+		strategies_seen |= 1u << oprform->amopstrategy;
 		if (oprform->amoplefttype != opclass.type ||
 			!geo_strategy_right_type_ok(oprform->amopstrategy, kind, opclass.type,
 										oprform->amoprighttype))

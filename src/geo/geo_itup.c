@@ -5,12 +5,9 @@
  *
  * Index-only scans return each entry's value rebuilt from its point code
  * (geo_pointcode.c), written into one index tuple per scan; the few entries
- * whose value only the heap holds read it from there.  An ordered
- * index-only scan cannot have the executor reorder by exact distance, so it
- * orders the candidates by the exact <-> of their values itself.  It keeps
- * only the copies of rows visible to its snapshot (geo_visibility.c): VACUUM
- * may remove an entry while its copy waits to be returned.
- *
+ * whose value only the heap holds read it from there.  (An ordered
+ * index-only scan orders its candidates by the exact <-> of these values
+ * itself, in geo_knn.c, since the executor cannot reorder it.)
  *
  *-------------------------------------------------------------------------
  */
@@ -204,7 +201,7 @@ geo_itup_entry(IndexScanDesc scan, const GeoLeafEntry *entry, GeoEntryPoint *poi
 	return heap_value_itup(scan, entry);
 }
 
-/* entry_itup for an entry not decoded yet (out of line: keeps the point off hot stacks) */
+/* geo_itup_entry for an entry not decoded yet (out of line: keeps the point off hot stacks) */
 static pg_noinline IndexTuple
 undecoded_entry_itup(IndexScanDesc scan, const GeoLeafEntry *entry)
 {
@@ -213,7 +210,7 @@ undecoded_entry_itup(IndexScanDesc scan, const GeoLeafEntry *entry)
 	return geo_itup_entry(scan, entry, &point);
 }
 
-/* The index tuple of an entry, lazy where that pays; point as for return_entry_itup */
+/* The index tuple of an entry, lazy where that pays; point as for geo_itup_return */
 static pg_noinline IndexTuple
 geo_itup_any(IndexScanDesc scan, const GeoLeafEntry *entry, GeoEntryPoint *point)
 {
@@ -230,8 +227,7 @@ geo_itup_any(IndexScanDesc scan, const GeoLeafEntry *entry, GeoEntryPoint *point
 /*
  * Give an index-only scan the entry's value; point is the entry's point if
  * decoded, or NULL.  (Condition scans pass NULL: the few points their
- * decisions decoded are decoded again here.)  Inline for the row of a
- * condition scan whose lazy value is ready, the row of every count.
+ * decisions decoded are decoded again here.)
  */
 void
 geo_itup_return(IndexScanDesc scan, const GeoLeafEntry *entry, GeoEntryPoint *point)

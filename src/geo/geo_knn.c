@@ -21,6 +21,11 @@
  * distance to every point: such scans stream the entries as a condition
  * scan does (geo_knn_prepare).
  *
+ * An ordered index-only scan cannot have the executor reorder by exact
+ * distance, so it orders the candidates by the exact <-> of their values
+ * (geo_itup.c) itself.  It keeps only the copies of rows visible to its
+ * snapshot (geo_visibility.c): VACUUM may remove an entry while its copy
+ * waits to be returned.
  *
  *-------------------------------------------------------------------------
  */
@@ -43,6 +48,7 @@
 
 #include "geo_scan.h"
 
+/* the sphere PostGIS's geography <-> measures on, rounded down */
 #define GEO_KNN_SPHERE_RADIUS_LOW	6371000.0
 #define GEO_KNN_FIRST_RING_ENTRIES	32.0
 #define GEO_KNN_SEED_ENTRIES		16
@@ -729,7 +735,7 @@ geo_knn_next(IndexScanDesc scan, GeoCandidate *result, bool *distance_null)
 /*
  * The <-> operator's distance from a point of the column's type at (0, 0)
  * to the scan's centre; false if NULL.  For a centre whose distance to
- * every point is the same (see prepare_order) that is the distance, and
+ * every point is the same (see geo_knn_prepare) that is the distance, and
  * for a centre of another SRID it is PostGIS's own mixed-SRID error, the
  * one a sequential scan raises.
  */

@@ -18,7 +18,9 @@
 
 #include <math.h>
 
+#include "catalog/pg_language.h"
 #include "catalog/pg_opfamily.h"
+#include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
 #include "commands/defrem.h"
 #include "libpq/pqformat.h"
@@ -574,21 +576,58 @@ opfamily_is_archer_geo(Oid opfamily)
 }
 
 /*
- * Whether funcid is implemented by the C function impl of this library:
- * how the planner hooks below tell our functions and types from others.
- * Names would not do: a function or type of the same name in another
- * schema, or a renamed one, is not ours, and ours may be renamed.
+ * The C function a function of language C runs (NULL for any other
+ * function, or a symbol its library lacks): how the planner hooks below
+ * tell our functions and types from others.  Names would not do: a
+ * function or type of the same name in another schema, or a renamed one,
+ * is not ours, and ours may be renamed.  Not fmgr_info's address: for a
+ * function with SET options or SECURITY DEFINER that is fmgr's wrapper.
  */
-static bool
-function_runs(Oid funcid, PGFunction impl)
+static PGFunction
+c_function_of(Oid funcid)
 {
-	FmgrInfo	flinfo;
+	HeapTuple	tuple = SearchSysCache1(PROCOID, ObjectIdGetDatum(funcid));
+	Form_pg_proc proc;
+	PGFunction	impl = NULL;
 
-	if (!OidIsValid(funcid))
-		return false;
-	fmgr_info(funcid, &flinfo);
-	return flinfo.fn_addr == impl;
+	if (!HeapTupleIsValid(tuple))
+		return NULL;
+	proc = (Form_pg_proc) GETSTRUCT(tuple);
+	if (proc->prolang == ClanguageId)
+	{
+		bool		binnull;
+		bool		srcnull;
+		Datum		probin = SysCacheGetAttr(PROCOID, tuple, Anum_pg_proc_probin, &binnull);
+		Datum		prosrc = SysCacheGetAttr(PROCOID, tuple, Anum_pg_proc_prosrc, &srcnull);
+
+		if (!binnull && !srcnull)
+			impl = load_external_function(TextDatumGetCString(probin),
+										  TextDatumGetCString(prosrc), false, NULL);
+	}
+	ReleaseSysCache(tuple);
+	return impl;
 }
+
+/* Whether impl is one of the n functions of list */
+static bool
+is_one_of(PGFunction impl, const PGFunction *list, int n)
+{
+	for (int i = 0; impl != NULL && i < n; i++)
+		if (impl == list[i])
+			return true;
+	return false;
+}
+
+/* archer's predicates and the functions the planner turns into them */
+static const PGFunction cap_predicates[] = {
+	archer_point_in_cap, archer_geography_in_cap, archer_geometry_in_cap
+};
+static const PGFunction region_predicates[] = {
+	archer_within_point, archer_within_geography, archer_within_geometry
+};
+static const PGFunction dwithin_functions[] = {
+	archer_dwithin_point, archer_dwithin_geography, archer_dwithin_geometry
+};
 
 /*
  * Whether opno is archer's predicate for a search strategy: the scan
@@ -600,16 +639,12 @@ function_runs(Oid funcid, PGFunction impl)
 bool
 geo_search_operator_ok(int strategy, Oid opno)
 {
-	Oid			funcid = get_opcode(opno);
+	PGFunction	impl = c_function_of(get_opcode(opno));
 
 	if (strategy == GEO_STRATEGY_CAP)
-		return function_runs(funcid, archer_point_in_cap) ||
-			function_runs(funcid, archer_geography_in_cap) ||
-			function_runs(funcid, archer_geometry_in_cap);
+		return is_one_of(impl, cap_predicates, lengthof(cap_predicates));
 	if (strategy == GEO_STRATEGY_REGION)
-		return function_runs(funcid, archer_within_point) ||
-			function_runs(funcid, archer_within_geography) ||
-			function_runs(funcid, archer_within_geometry);
+		return is_one_of(impl, region_predicates, lengthof(region_predicates));
 	return true;
 }
 
@@ -624,7 +659,7 @@ geo_type_is_cap(Oid typid)
 		return false;
 	input = ((Form_pg_type) GETSTRUCT(tuple))->typinput;
 	ReleaseSysCache(tuple);
-	return function_runs(input, archer_cap_in);
+	return c_function_of(input) == archer_cap_in;
 }
 
 Datum
@@ -636,19 +671,17 @@ archer_geo_support(PG_FUNCTION_ARGS)
 	{
 		SupportRequestIndexCondition *req = (SupportRequestIndexCondition *) rawreq;
 		List	   *args;
+		PGFunction	impl;
 
 		if (!is_funcclause(req->node) || !opfamily_is_archer_geo(req->opfamily))
 			PG_RETURN_POINTER(NULL);
 		args = ((FuncExpr *) req->node)->args;
+		impl = c_function_of(req->funcid);
 		if (list_length(args) >= 3 &&
-			(function_runs(req->funcid, archer_dwithin_point) ||
-			 function_runs(req->funcid, archer_dwithin_geography) ||
-			 function_runs(req->funcid, archer_dwithin_geometry)))
+			is_one_of(impl, dwithin_functions, lengthof(dwithin_functions)))
 			PG_RETURN_POINTER(dwithin_index_condition(req, args));
 		if (list_length(args) == 2 &&
-			(function_runs(req->funcid, archer_within_point) ||
-			 function_runs(req->funcid, archer_within_geography) ||
-			 function_runs(req->funcid, archer_within_geometry)))
+			is_one_of(impl, region_predicates, lengthof(region_predicates)))
 			PG_RETURN_POINTER(within_index_condition(req, args));
 	}
 	PG_RETURN_POINTER(NULL);
@@ -680,7 +713,8 @@ archer_geo_restrict(PG_FUNCTION_ARGS)
 
 	if (!get_restriction_variable(root, args, varRelid, &vardata, &other, &varonleft))
 		PG_RETURN_FLOAT8(selec);
-	if (is_cap && IsA(other, Const) && !((Const *) other)->constisnull)
+	/* the cap is the right operand: with the column on the right, other is no cap */
+	if (is_cap && varonleft && IsA(other, Const) && !((Const *) other)->constisnull)
 	{
 		ArcherCap  *cap = DatumGetArcherCapP(((Const *) other)->constvalue);
 		double		angle = Min(cap->radius / GEO_EARTH_RADIUS, M_PI);

@@ -154,10 +154,11 @@ static int
 index_m(Oid indexoid)
 {
 	Relation	index = index_open(indexoid, NoLock);
-	int			m = vec_index_info(index)->m;
+	VecMetaPageData meta;
 
+	vec_read_meta(index, &meta);
 	index_close(index, NoLock);
-	return m;
+	return meta.m;
 }
 
 /*
